@@ -1,0 +1,43 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/idemstore/idemstore/keyhash"
+)
+
+// CallInfo describes, inside a tool's Execute, the idempotent call being run.
+type CallInfo struct {
+	Scope string
+	Key   keyhash.Sum
+	// DownstreamKey is a stable idempotency key derived from (scope, key):
+	// the same on every retry, takeover and restart. Pass it to remote APIs
+	// (for example as an Idempotency-Key header).
+	DownstreamKey string
+	// Attempt counts the claims granted on this call (1 for the first).
+	Attempt int
+	// TakenOver is true when an earlier attempt's lease expired: its
+	// outcome is unknown, and the side effect may already have happened.
+	TakenOver bool
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying info. The idempotent executor sets it;
+// tests of tools may set it too.
+func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+// CallInfoFrom returns the call info set by the idempotent executor.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return info, ok
+}
+
+// DownstreamKey returns the stable downstream idempotency key of the call
+// being run, or "" outside an idempotent call.
+func DownstreamKey(ctx context.Context) string {
+	info, _ := CallInfoFrom(ctx)
+	return info.DownstreamKey
+}

@@ -1,0 +1,3 @@
+module github.com/idemstore/idemstore
+
+go 1.26.8

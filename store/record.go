@@ -1,0 +1,138 @@
+package store
+
+import (
+	"time"
+
+	"github.com/idemstore/idemstore/keyhash"
+)
+
+// Status is the state of a record.
+type Status uint8
+
+// Record statuses.
+const (
+	// StatusPending: a caller holds (or held, if its lease expired) an
+	// exclusive claim and the outcome is not yet known.
+	StatusPending Status = 1
+	// StatusCompleted: an outcome is stored and is replayed on every hit.
+	StatusCompleted Status = 2
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusPending:
+		return "pending"
+	case StatusCompleted:
+		return "completed"
+	}
+	return "unknown"
+}
+
+// Kind tells what a stored outcome is.
+type Kind uint8
+
+// Outcome kinds.
+const (
+	// KindSuccess: the tool succeeded; replayed as a reused cached result.
+	KindSuccess Kind = 1
+	// KindPermanentFailure: the tool failed in a way a retry cannot change,
+	// stored only under the opt-in policy; replayed as a reused cached failure.
+	KindPermanentFailure Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindSuccess:
+		return "success"
+	case KindPermanentFailure:
+		return "permanent_failure"
+	}
+	return "unknown"
+}
+
+// Outcome is what is stored for a completed call.
+type Outcome struct {
+	Kind   Kind
+	Result []byte // the tool's output, replayed byte for byte
+}
+
+// Record is what a store keeps for one (scope, key).
+type Record struct {
+	Scope       string
+	Key         keyhash.Sum
+	Status      Status
+	Tool        string
+	Fingerprint keyhash.Sum
+	Outcome     Outcome // set when Status is StatusCompleted
+
+	// Token is the fencing token of the latest claim; 0 for a record stored
+	// by Put without a claim.
+	Token int64
+	// LeaseUntil is when the latest claim's lease ends (zero for Put).
+	LeaseUntil time.Time
+	// Attempts counts the claims granted on this key (1 for the first,
+	// +1 per takeover).
+	Attempts int
+	// LastError is the most recent failure reported by Release, for operators.
+	LastError string
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// ExpiresAt is the expiry of the record's scope; all records of a scope
+	// share it.
+	ExpiresAt time.Time
+}
+
+// Entry is a call's identity as the store sees it.
+type Entry struct {
+	Key         keyhash.Sum
+	Fingerprint keyhash.Sum
+	Tool        string
+}
+
+// Claim is the right, granted by Store.Claim, to run a call and store its
+// outcome. It is valid only while Token is the record's current token.
+type Claim struct {
+	Scope      string
+	Key        keyhash.Sum
+	Token      int64
+	LeaseUntil time.Time
+	Attempt    int // 1 for the first claim, more after takeovers
+}
+
+// ClaimState is the result of one atomic Claim step.
+type ClaimState uint8
+
+// Claim states.
+const (
+	// Claimed: the caller now holds the claim and must run the call, then
+	// Complete or Release.
+	Claimed ClaimState = 1
+	// Completed: an outcome is stored; the caller must replay it.
+	Completed ClaimState = 2
+	// InFlight: another caller holds a live claim; Wait, then Claim again.
+	InFlight ClaimState = 3
+)
+
+// ClaimResult is what Store.Claim decided.
+type ClaimResult struct {
+	State ClaimState
+	// Record is the completed record (Completed) or the pending record whose
+	// live claim blocks the caller (InFlight).
+	Record Record
+	// Claim is set when State is Claimed.
+	Claim Claim
+	// TakenOver is true when the claim replaced one whose lease expired: the
+	// earlier attempt may have run the side effect, so its outcome is unknown.
+	TakenOver bool
+}
+
+// Stats are a store's counters since it was created.
+type Stats struct {
+	Hits       uint64 // lookups and claims answered by a completed record
+	Misses     uint64 // lookups that found nothing
+	Claims     uint64 // claims granted (including takeovers)
+	Waits      uint64 // waits for another caller's claim
+	Takeovers  uint64 // claims granted over an expired lease
+	Mismatches uint64 // calls refused with ErrFingerprintMismatch
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemstore/idemstore/keyhash"
+)
+
+// Store keeps call outcomes per (scope, key). Implementations are safe for
+// concurrent use by many goroutines; the PostgreSQL store also across
+// processes.
+//
+// Every method checks its input against the store's limits before it writes
+// anything; bad input gives a typed error (ErrInvalidInput, ErrTooLarge) and
+// changes nothing.
+type Store interface {
+	// Get returns the live completed record of key in scope, or ErrNotFound.
+	// A pending record and a record of an expired scope are not found.
+	Get(ctx context.Context, scope string, key keyhash.Sum) (Record, error)
+
+	// GetMany looks up several keys of one scope in one step (a model often
+	// asks for several tools in one turn). The map holds the live completed
+	// records found; missing keys are absent from it.
+	GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]Record, error)
+
+	// Put stores out for e in scope unless the key already has a live
+	// record: the first stored outcome wins and is never overwritten
+	// (probe-then-store mode). It returns the record that is now stored and
+	// whether this call stored it. A live record with another fingerprint
+	// gives ErrFingerprintMismatch. A live pending claim is left alone and
+	// returned with stored false.
+	Put(ctx context.Context, scope string, e Entry, out Outcome, opts WriteOptions) (rec Record, stored bool, err error)
+
+	// Claim is the exclusive mode's one atomic step: it returns the
+	// completed record (Completed), or grants a claim with a lease and a new
+	// fencing token (Claimed; also over a pending record whose lease has
+	// expired, then TakenOver is true), or reports the live claim of another
+	// caller (InFlight). A record with another fingerprint gives
+	// ErrFingerprintMismatch and is left unchanged.
+	Claim(ctx context.Context, scope string, e Entry, lease time.Duration, opts WriteOptions) (ClaimResult, error)
+
+	// Wait blocks until the pending record of key in scope with the given
+	// token changes (completed, released, taken over, renewed past the lease
+	// seen) or its lease ends, or ctx is done. It returns nil when the caller
+	// should Claim again, or ctx's error.
+	Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error
+
+	// Complete stores out for the claim c and returns the completed record.
+	// It succeeds only while c.Token is the record's current token (even if
+	// the lease has expired, as long as nobody took over); otherwise it
+	// returns ErrLeaseLost and stores nothing.
+	Complete(ctx context.Context, c Claim, out Outcome) (Record, error)
+
+	// Release gives up the claim c after a failed call: the record goes away
+	// so that the next caller runs the call. cause is kept for operators
+	// where the store can. ErrLeaseLost if c.Token is not current.
+	Release(ctx context.Context, c Claim, cause string) error
+
+	// Renew extends the lease of c by lease from now and returns the renewed
+	// claim; ErrLeaseLost if c.Token is not current.
+	Renew(ctx context.Context, c Claim, lease time.Duration) (Claim, error)
+
+	// ExtendScope sets the expiry of every record of scope to now + ttl.
+	// Extending a scope that has no records is not an error.
+	ExtendScope(ctx context.Context, scope string, ttl time.Duration) error
+
+	// DeleteScope removes every record of scope at once (the run is over)
+	// and returns how many it removed. Live claims are removed too: their
+	// holders get ErrLeaseLost on Complete.
+	DeleteScope(ctx context.Context, scope string) (int, error)
+
+	// RemoveExpired removes up to limit records of expired scopes, never a
+	// pending record whose lease is live, and returns how many it removed.
+	// Callers loop until it returns fewer than limit. Safe to run from many
+	// goroutines and processes at once.
+	RemoveExpired(ctx context.Context, limit int) (int, error)
+
+	// Stats returns the store's counters.
+	Stats() Stats
+}
+
+// WriteOptions tune a write that may create a record.
+type WriteOptions struct {
+	// ScopeTTL is the expiry given to the scope when this write starts it
+	// (its first record, or the first after the scope expired). It does not
+	// change the expiry of a live scope. Zero means the store's default.
+	ScopeTTL time.Duration
+}
+
+// DefaultScopeTTL is the scope expiry used when nothing else is said.
+const DefaultScopeTTL = 24 * time.Hour
+
+// Default limits of a store, used where a Limits field is zero.
+const (
+	DefaultMaxScopeBytes  = 256
+	DefaultMaxResultBytes = 1 << 20 // 1 MiB
+)
+
+// Limits bounds what a store accepts. The zero value means the defaults.
+type Limits struct {
+	MaxScopeBytes  int // Defaults to DefaultMaxScopeBytes.
+	MaxToolBytes   int // Defaults to keyhash.DefaultMaxToolBytes.
+	MaxResultBytes int // Defaults to DefaultMaxResultBytes.
+}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxScopeBytes <= 0 {
+		l.MaxScopeBytes = DefaultMaxScopeBytes
+	}
+	if l.MaxToolBytes <= 0 {
+		l.MaxToolBytes = keyhash.DefaultMaxToolBytes
+	}
+	if l.MaxResultBytes <= 0 {
+		l.MaxResultBytes = DefaultMaxResultBytes
+	}
+	return l
+}
