@@ -14,7 +14,8 @@ type CallInfo struct {
 	// the same on every retry, takeover and restart. Pass it to remote APIs
 	// (for example as an Idempotency-Key header).
 	DownstreamKey string
-	// Attempt counts the claims granted on this call (1 for the first).
+	// Attempt counts the claims granted on this call (1 for the first). It
+	// is 0 in ModeProbeThenStore, which makes no claims.
 	Attempt int
 	// TakenOver is true when an earlier attempt's lease expired: its
 	// outcome is unknown, and the side effect may already have happened.

@@ -1,0 +1,130 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// maxCauseBytes bounds the failure text kept by Release for operators: a
+// tool's error may carry a whole response body.
+const maxCauseBytes = 1024
+
+// runClaimed runs a call under the claim cr grants: reconcile first if an
+// earlier attempt's outcome is unknown, otherwise run the tool; keep the
+// lease alive meanwhile; then store the outcome (Complete) or give the claim
+// up (Release).
+func (e *Idempotent) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error) {
+	info := e.callInfo(ent.Key, cr.Claim.Attempt, cr.TakenOver)
+	tctx := WithCallInfo(ctx, info)
+	if cr.TakenOver {
+		e.debug(ctx, "idemstore: took over an expired claim; the earlier outcome is unknown", ent,
+			slog.Int("attempt", cr.Claim.Attempt), slog.Int64("token", cr.Claim.Token))
+	} else {
+		e.debug(ctx, "idemstore: miss, claimed, running the tool", ent, slog.Int64("token", cr.Claim.Token))
+	}
+
+	rn := e.startRenewal(ctx, ent, cr.Claim)
+	defer func() {
+		// A panicking tool must not keep its claim (and its renewals)
+		// alive: give the claim up, then let the panic go on.
+		if p := recover(); p != nil {
+			c, _ := rn.stop()
+			e.release(ctx, ent, c, fmt.Sprintf("panic: %v", p))
+			panic(p)
+		}
+	}()
+
+	if rec, ok := e.inner.(Reconciler); ok && cr.TakenOver {
+		rres, found, rerr := rec.Reconcile(tctx, call)
+		if rerr != nil {
+			// Whether the side effect happened is still unknown: do not run
+			// the tool, and keep the claim (unrenewed) so that the next
+			// caller takes it over and asks again.
+			rn.stop()
+			e.warn(ctx, "idemstore: reconcile failed; the call was not run", ent, rerr)
+			return Result{}, &ReconcileError{Err: rerr}
+		}
+		if found {
+			e.debug(ctx, "idemstore: reconciled, storing the found outcome", ent)
+			c, _ := rn.stop()
+			return e.finish(ctx, ent, c, rres, nil)
+		}
+	}
+
+	res, err = e.inner.Execute(tctx, call)
+	c, lost := rn.stop()
+	if lost {
+		e.debug(ctx, "idemstore: the tool returned after its lease was lost", ent)
+	}
+	return e.finish(ctx, ent, c, res, err)
+}
+
+// finish stores the outcome of a claimed call, or releases the claim when
+// the outcome is not to be stored. Writes survive the caller's cancellation.
+func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim, res Result, err error) (Result, error) {
+	if err != nil {
+		e.release(ctx, ent, c, err.Error())
+		return res, err
+	}
+	out, ok := e.outcomeOf(res)
+	if !ok {
+		cause := "the tool reported a failure"
+		if res.Permanent {
+			cause = "the tool reported a permanent failure (not stored by policy)"
+		}
+		e.release(ctx, ent, c, cause)
+		return res, nil
+	}
+	wctx, cancel := e.writeContext(ctx)
+	defer cancel()
+	if _, cerr := e.st.Complete(wctx, c, out); cerr != nil {
+		// Bad input was refused before anything was written: give the claim
+		// up so it is not left behind. Any other error may have been written
+		// after all (a lost acknowledgement), so the claim is left to expire
+		// and the next caller reconciles.
+		if errors.Is(cerr, store.ErrTooLarge) || errors.Is(cerr, store.ErrInvalidInput) {
+			e.release(ctx, ent, c, cerr.Error())
+		}
+		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", ent, cerr)
+		return res, &OutcomeNotStoredError{Result: res, Err: cerr}
+	}
+	e.debug(ctx, "idemstore: outcome stored", ent, slog.String("kind", out.Kind.String()))
+	return res, nil
+}
+
+// release gives up claim c so that the next caller runs the call.
+func (e *Idempotent) release(ctx context.Context, ent store.Entry, c store.Claim, cause string) {
+	wctx, cancel := e.writeContext(ctx)
+	defer cancel()
+	err := e.st.Release(wctx, c, sanitizeCause(cause))
+	switch {
+	case err == nil:
+		e.debug(ctx, "idemstore: claim released after a failure", ent)
+	case errors.Is(err, store.ErrLeaseLost):
+		e.debug(ctx, "idemstore: claim already lost, nothing to release", ent)
+	default:
+		e.warn(ctx, "idemstore: could not release the claim; it will expire", ent, err)
+	}
+}
+
+// sanitizeCause makes a failure text fit any store: valid UTF-8, no NUL
+// (PostgreSQL text cannot hold it), at most maxCauseBytes.
+func sanitizeCause(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= maxCauseBytes {
+		return s
+	}
+	cut := maxCauseBytes
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,145 @@
+package executor
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// Mode chooses how the Idempotent executor turns a call into at most one
+// execution.
+type Mode uint8
+
+// Modes of the Idempotent executor.
+const (
+	// ModeExclusive claims the key in one atomic store step before running
+	// the tool: a concurrent identical caller waits for the outcome and
+	// replays it instead of running the tool a second time. It costs a
+	// second store round trip on a miss (claim, then complete) and is the
+	// default because it is the only mode that runs a call at most once
+	// while its claim is live.
+	ModeExclusive Mode = iota
+	// ModeProbeThenStore looks the key up, runs the tool on a miss and
+	// stores the outcome with Put (the first stored outcome wins). It gives
+	// no get-or-execute atomicity: concurrent identical callers that both
+	// miss both run the tool. It exists for stores or deployments where
+	// claims are unwanted, and matches AiCleverness's IdempotentToolExecutor.
+	ModeProbeThenStore
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeExclusive:
+		return "exclusive"
+	case ModeProbeThenStore:
+		return "probe-then-store"
+	}
+	return "unknown"
+}
+
+// Defaults of Config, used where a field is zero.
+const (
+	// DefaultLease is long enough that a normal tool call never needs a
+	// renewal to go through, and short enough that a crashed holder blocks
+	// its call for half a minute at most.
+	DefaultLease = 30 * time.Second
+	// DefaultMaxWait bounds how long an identical caller waits for a call in
+	// flight before it gets an *store.InFlightError.
+	DefaultMaxWait = 60 * time.Second
+	// DefaultWriteTimeout bounds an outcome write (Complete, Release, Put),
+	// which runs detached from the caller's cancellation.
+	DefaultWriteTimeout = 10 * time.Second
+	// defaultRenewDivisor: the lease is renewed every Lease/3, so that two
+	// renewals in a row may fail before the lease runs out.
+	defaultRenewDivisor = 3
+)
+
+// Config tunes an Idempotent executor. A nil *Config, and every zero field,
+// means the defaults.
+type Config struct {
+	// Mode is how a call is run. Defaults to ModeExclusive.
+	Mode Mode
+
+	// Lease is how long a claim stays live without renewal (ModeExclusive).
+	// Defaults to DefaultLease.
+	Lease time.Duration
+	// RenewEvery is how often a running call's lease is renewed. It must be
+	// shorter than Lease. Defaults to Lease/3.
+	RenewEvery time.Duration
+	// MaxWait bounds, over all its waits, how long an identical caller waits
+	// for another caller's call in flight (ModeExclusive); past it the caller
+	// gets an *store.InFlightError and the call is not run a second time.
+	// Defaults to DefaultMaxWait.
+	MaxWait time.Duration
+	// WriteTimeout bounds each outcome write (Complete, Release, Put). Those
+	// writes ignore the caller's cancellation, so that a caller that gives
+	// up cannot lose an outcome the tool already produced. Defaults to
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// StorePermanentFailures stores a failure the tool marks Permanent, so
+	// that it is replayed as a reused cached failure. Off by default: only
+	// successes are stored, and a failed call runs again next time.
+	StorePermanentFailures bool
+
+	// ScopeTTL is the expiry given to the scope when this executor's write
+	// starts it. Defaults to the store's default (store.DefaultScopeTTL
+	// unless the store says otherwise).
+	ScopeTTL time.Duration
+
+	// KeyLimits bounds the arguments, tool names and invocation ids the
+	// executor accepts. The zero value means keyhash's defaults.
+	KeyLimits keyhash.Limits
+
+	// Logger receives debug lines on hits, misses, claims, takeovers and
+	// waits, and warnings when an outcome could not be stored. Defaults to
+	// nil: silent.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c (nil allowed) with every zero field set.
+func (c *Config) withDefaults() Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Lease == 0 {
+		out.Lease = DefaultLease
+	}
+	if out.RenewEvery == 0 && out.Lease > 0 {
+		out.RenewEvery = out.Lease / defaultRenewDivisor
+	}
+	if out.MaxWait == 0 {
+		out.MaxWait = DefaultMaxWait
+	}
+	if out.WriteTimeout == 0 {
+		out.WriteTimeout = DefaultWriteTimeout
+	}
+	return out
+}
+
+// validate rejects nonsense in a config whose defaults are already set.
+func (c Config) validate() error {
+	switch {
+	case c.Mode != ModeExclusive && c.Mode != ModeProbeThenStore:
+		return &store.InputError{Field: "config mode", Problem: "unknown"}
+	case c.Lease < 0:
+		return &store.InputError{Field: "config lease", Problem: "negative"}
+	case c.RenewEvery <= 0:
+		return &store.InputError{Field: "config renew interval", Problem: "not positive"}
+	case c.RenewEvery >= c.Lease:
+		return &store.InputError{Field: "config renew interval", Problem: "not shorter than the lease"}
+	case c.MaxWait < 0:
+		return &store.InputError{Field: "config max wait", Problem: "negative"}
+	case c.WriteTimeout < 0:
+		return &store.InputError{Field: "config write timeout", Problem: "negative"}
+	case c.ScopeTTL < 0:
+		return &store.InputError{Field: "config scope ttl", Problem: "negative"}
+	case c.KeyLimits.MaxArgBytes < 0, c.KeyLimits.MaxDepth < 0,
+		c.KeyLimits.MaxInvocationIDBytes < 0, c.KeyLimits.MaxToolBytes < 0:
+		return &store.InputError{Field: "config key limits", Problem: "negative"}
+	}
+	return nil
+}

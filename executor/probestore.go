@@ -1,0 +1,52 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// probeThenStore runs a call in ModeProbeThenStore: look up, run on a miss,
+// store the outcome with Put.
+//
+// There is no get-or-execute atomicity: two identical callers that both
+// miss both run the tool. Put lets the first stored outcome win and never
+// overwrites it; a caller whose Put lost still returns what its own tool
+// produced (the tool did run), and every later caller replays the winner.
+func (e *Idempotent) probeThenStore(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	rec, err := e.st.Get(ctx, e.scope, ent.Key)
+	switch {
+	case err == nil:
+		if err := e.mismatch(rec, ent); err != nil {
+			return Result{}, err
+		}
+		e.debug(ctx, "idemstore: hit, replaying", ent)
+		return replay(rec), nil
+	case !errors.Is(err, store.ErrNotFound):
+		return Result{}, err
+	}
+	e.debug(ctx, "idemstore: miss, running the tool", ent)
+
+	// No claim in this mode: Attempt 0, never taken over.
+	res, err := e.inner.Execute(WithCallInfo(ctx, e.callInfo(ent.Key, 0, false)), call)
+	if err != nil {
+		return res, err
+	}
+	out, ok := e.outcomeOf(res)
+	if !ok {
+		return res, nil
+	}
+	wctx, cancel := e.writeContext(ctx)
+	defer cancel()
+	_, stored, err := e.st.Put(wctx, e.scope, ent, out, e.wopts)
+	if err != nil {
+		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", ent, err)
+		return res, &OutcomeNotStoredError{Result: res, Err: err}
+	}
+	if !stored {
+		e.debug(ctx, "idemstore: another caller stored first; its outcome is kept", ent, slog.Bool("stored", false))
+	}
+	return res, nil
+}
