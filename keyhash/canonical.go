@@ -1,26 +1,301 @@
 package keyhash
 
 import (
-	"bytes"
-	"encoding/json"
+	"fmt"
+	"sync"
 )
 
-// Canonicalize returns the canonical form of JSON arguments under lim.
-// Absent (empty or all white space) arguments, null and {} all give "{}".
+// Canonicalize returns the canonical form of a call's JSON arguments under
+// lim (see the package documentation for the exact recipe). Absent (empty or
+// all white space) arguments, null and {} all give "{}"; any other top-level
+// value must be a JSON object.
 //
-// TEMPORARY: a placeholder to be replaced by the exact recipe.
+// Inputs over lim.MaxArgBytes are refused with a *LimitError before a single
+// byte is parsed; nesting deeper than lim.MaxDepth gives a *LimitError as
+// soon as it is seen; everything else that is wrong (invalid JSON or UTF-8,
+// duplicate keys, unpaired surrogate escapes, an exponent out of range, a
+// top-level value that is not an object) gives an *ArgumentsError with the
+// byte offset of the problem. Canonicalize never panics and uses no recursion,
+// so no input can exhaust the stack.
+//
+// The returned slice is freshly allocated and owned by the caller. Safe for
+// concurrent use.
 func Canonicalize(args []byte, lim Limits) ([]byte, error) {
 	lim = lim.withDefaults()
 	if len(args) > lim.MaxArgBytes {
 		return nil, &LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
 	}
-	t := bytes.TrimSpace(args)
-	if len(t) == 0 || string(t) == "null" {
-		return []byte("{}"), nil
+	c := canonicalizerPool.Get().(*canonicalizer)
+	defer c.release()
+	if err := c.run(args, lim.MaxDepth); err != nil {
+		return nil, err
 	}
-	var v any
-	if err := json.Unmarshal(t, &v); err != nil {
-		return nil, &ArgumentsError{Problem: err.Error(), Offset: -1}
+	return append(make([]byte, 0, len(c.out)), c.out...), nil
+}
+
+// canonicalizerPool keeps parser buffers between calls so that a call costs
+// one allocation (the result). It holds no state that outlives a call.
+var canonicalizerPool = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+// maxPooledBytes bounds the buffers kept in canonicalizerPool, so that one
+// huge argument list does not pin its buffers for the life of the process.
+const maxPooledBytes = 64 << 10
+
+// canonicalizer is a single-pass JSON parser that writes the canonical form
+// as it reads. Nesting is tracked on an explicit stack (never recursion).
+// Object members are written in input order; when an object closes, its
+// members are checked for duplicates and, if needed, rewritten in key order
+// in place.
+type canonicalizer struct {
+	in  []byte
+	pos int
+	out []byte
+
+	stack   []frame  // open arrays and objects, innermost last
+	members []member // members of every open object, innermost object's last
+	keys    []byte   // unescaped keys of members, in the same order
+	scratch []byte   // copy of an object's members while they are reordered
+}
+
+// frame is an open array or object.
+type frame struct {
+	object      bool
+	outStart    int // index in out of the '{' or '['
+	firstMember int // index in members of the object's first member
+	keysStart   int // len(keys) when the object opened
+}
+
+// member is one `"key":value` of an open object.
+type member struct {
+	keyStart, keyEnd int // the unescaped key, in keys
+	outStart, outEnd int // the canonical `"key":value`, in out
+	inOffset         int // offset in the input of the key's opening quote
+}
+
+// Parser states.
+const (
+	wantValue  = iota // a value must come next
+	wantKey           // an object key (a string) must come next
+	afterValue        // a value just ended
+)
+
+func (c *canonicalizer) release() {
+	if cap(c.out) > maxPooledBytes || cap(c.keys) > maxPooledBytes || cap(c.scratch) > maxPooledBytes {
+		return // let the garbage collector have the big buffers
 	}
-	return json.Marshal(v)
+	*c = canonicalizer{
+		out:     c.out[:0],
+		stack:   c.stack[:0],
+		members: c.members[:0],
+		keys:    c.keys[:0],
+		scratch: c.scratch[:0],
+	}
+	canonicalizerPool.Put(c)
+}
+
+// run canonicalizes in into c.out.
+func (c *canonicalizer) run(in []byte, maxDepth int) error {
+	c.in, c.pos = in, 0
+	c.skipSpace()
+	if c.pos == len(in) {
+		c.out = append(c.out, "{}"...)
+		return nil
+	}
+	top := c.pos
+	state := wantValue
+	for {
+		switch state {
+		case wantValue:
+			c.skipSpace()
+			if c.pos == len(in) {
+				return c.errEnd()
+			}
+			switch b := in[c.pos]; b {
+			case '{', '[':
+				if len(c.stack) >= maxDepth {
+					return &LimitError{Limit: "MaxDepth", Value: len(c.stack) + 1, Max: maxDepth}
+				}
+				c.stack = append(c.stack, frame{
+					object: b == '{', outStart: len(c.out),
+					firstMember: len(c.members), keysStart: len(c.keys),
+				})
+				c.out = append(c.out, b)
+				c.pos++
+				c.skipSpace()
+				if c.pos < len(in) && in[c.pos] == b+2 { // '}' is '{'+2, ']' is '['+2
+					c.pos++
+					c.out = append(c.out, b+2)
+					c.stack = c.stack[:len(c.stack)-1]
+					state = afterValue
+				} else if b == '{' {
+					state = wantKey
+				}
+				continue
+			case '"':
+				if err := c.parseString(false); err != nil {
+					return err
+				}
+			case 't':
+				if err := c.parseLiteral("true"); err != nil {
+					return err
+				}
+			case 'f':
+				if err := c.parseLiteral("false"); err != nil {
+					return err
+				}
+			case 'n':
+				if err := c.parseLiteral("null"); err != nil {
+					return err
+				}
+			default:
+				if b != '-' && !isDigit(b) {
+					return c.errUnexpected("a value")
+				}
+				if err := c.parseNumber(); err != nil {
+					return err
+				}
+			}
+			state = afterValue
+
+		case wantKey:
+			c.skipSpace()
+			if c.pos == len(in) {
+				return c.errEnd()
+			}
+			if in[c.pos] != '"' {
+				return c.errUnexpected("a string object key")
+			}
+			m := member{keyStart: len(c.keys), outStart: len(c.out), inOffset: c.pos}
+			if err := c.parseString(true); err != nil {
+				return err
+			}
+			m.keyEnd = len(c.keys)
+			c.members = append(c.members, m)
+			c.skipSpace()
+			if c.pos == len(in) {
+				return c.errEnd()
+			}
+			if in[c.pos] != ':' {
+				return c.errUnexpected("':' after an object key")
+			}
+			c.pos++
+			c.out = append(c.out, ':')
+			state = wantValue
+
+		case afterValue:
+			if len(c.stack) == 0 {
+				return c.finish(top)
+			}
+			f := c.stack[len(c.stack)-1]
+			if f.object {
+				c.members[len(c.members)-1].outEnd = len(c.out)
+			}
+			c.skipSpace()
+			if c.pos == len(in) {
+				return c.errEnd()
+			}
+			switch b := in[c.pos]; {
+			case b == ',':
+				c.pos++
+				c.out = append(c.out, ',')
+				if f.object {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+			case f.object && b == '}':
+				if err := c.closeObject(f); err != nil {
+					return err
+				}
+				c.pos++
+				c.out = append(c.out, '}')
+				c.stack = c.stack[:len(c.stack)-1]
+			case !f.object && b == ']':
+				c.pos++
+				c.out = append(c.out, ']')
+				c.stack = c.stack[:len(c.stack)-1]
+			case f.object:
+				return c.errUnexpected("',' or '}' after an object member")
+			default:
+				return c.errUnexpected("',' or ']' after an array element")
+			}
+		}
+	}
+}
+
+// finish checks what follows the top-level value, which started at offset
+// top, and that the value is an object (or null, which means "{}").
+func (c *canonicalizer) finish(top int) error {
+	c.skipSpace()
+	if c.pos != len(c.in) {
+		return c.errAt(c.pos, "unexpected data after the top-level value")
+	}
+	switch c.in[top] {
+	case '{':
+		return nil
+	case 'n':
+		c.out = append(c.out[:0], "{}"...)
+		return nil
+	}
+	return c.errAt(top, "arguments must be a JSON object, null or absent, not "+kindOf(c.in[top]))
+}
+
+func kindOf(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+func (c *canonicalizer) skipSpace() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicalizer) parseLiteral(lit string) error {
+	rest := c.in[c.pos:]
+	if len(rest) >= len(lit) && string(rest[:len(lit)]) == lit {
+		c.pos += len(lit)
+		c.out = append(c.out, lit...)
+		return nil
+	}
+	for i := 0; i < len(rest) && i < len(lit); i++ {
+		if rest[i] != lit[i] {
+			return c.errAt(c.pos+i, fmt.Sprintf("invalid literal (expected %q)", lit))
+		}
+	}
+	return c.errEnd()
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+func (c *canonicalizer) errAt(offset int, problem string) error {
+	return &ArgumentsError{Problem: problem, Offset: offset}
+}
+
+func (c *canonicalizer) errEnd() error {
+	return c.errAt(len(c.in), "unexpected end of input")
+}
+
+// errUnexpected reports the byte at c.pos where want was expected.
+func (c *canonicalizer) errUnexpected(want string) error {
+	return c.errAt(c.pos, "expected "+want+", found "+describeByte(c.in[c.pos]))
+}
+
+func describeByte(b byte) string {
+	if b >= 0x20 && b < 0x7f {
+		return fmt.Sprintf("%q", rune(b))
+	}
+	return fmt.Sprintf("byte 0x%02x", b)
 }

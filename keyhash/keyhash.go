@@ -57,7 +57,8 @@ func DownstreamKey(scope string, key Sum) string {
 
 // hashParts hashes the version, a label and the parts, each preceded by its
 // length as 8 bytes big-endian, so that no two different part lists can give
-// the same input bytes ("ab"+"c" versus "a"+"bc").
+// the same input bytes ("ab"+"c" versus "a"+"bc"). Each label always comes
+// with the same number of parts. Frozen: the golden vectors pin these bytes.
 func hashParts(label string, parts ...[]byte) Sum {
 	h := sha256.New()
 	var n [8]byte

@@ -1,6 +1,9 @@
 package keyhash
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Default limits, used where a Limits field is zero.
 const (
@@ -35,14 +38,16 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// CheckTool rejects an empty tool name, one over MaxToolBytes, or one that is
-// not valid UTF-8.
+// CheckTool rejects an empty tool name, one over MaxToolBytes, one that is
+// not valid UTF-8, or one holding a NUL byte (which PostgreSQL text cannot
+// store).
 func (l Limits) CheckTool(tool string) error {
 	return checkIdent("tool", tool, "MaxToolBytes", l.withDefaults().MaxToolBytes)
 }
 
-// CheckInvocationID rejects an empty id, one over MaxInvocationIDBytes, or one
-// that is not valid UTF-8.
+// CheckInvocationID rejects an empty id, one over MaxInvocationIDBytes, one
+// that is not valid UTF-8, or one holding a NUL byte (which PostgreSQL text
+// cannot store).
 func (l Limits) CheckInvocationID(id string) error {
 	return checkIdent("invocation id", id, "MaxInvocationIDBytes", l.withDefaults().MaxInvocationIDBytes)
 }
@@ -55,6 +60,8 @@ func checkIdent(field, v, limit string, max int) error {
 		return &LimitError{Limit: limit, Value: len(v), Max: max}
 	case !utf8.ValidString(v):
 		return &InputError{Field: field, Problem: "invalid UTF-8"}
+	case strings.IndexByte(v, 0) >= 0:
+		return &InputError{Field: field, Problem: "contains a NUL byte"}
 	}
 	return nil
 }

@@ -1,0 +1,182 @@
+package keyhash
+
+import "unicode/utf8"
+
+// parseString reads the string starting at c.pos (on its opening quote) and
+// writes its canonical spelling to c.out: every escape decoded, then only
+// '"', '\\' and the control characters U+0000..U+001F escaped (see
+// appendEscapedRune). When key is true, the unescaped UTF-8 bytes also go to
+// c.keys, where object keys are compared.
+//
+// Raw control characters, invalid UTF-8, unknown escapes and escapes of
+// unpaired UTF-16 surrogates are refused.
+func (c *canonicalizer) parseString(key bool) error {
+	in := c.in
+	start := c.pos
+	c.pos++
+	c.out = append(c.out, '"')
+	for {
+		// Copy the longest run that needs no change: printable ASCII other
+		// than '"' and '\\', and well-formed multi-byte UTF-8.
+		run := c.pos
+		i := run
+		for i < len(in) {
+			b := in[i]
+			if b < utf8.RuneSelf {
+				if b < 0x20 || b == '"' || b == '\\' {
+					break
+				}
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && size == 1 {
+				return c.errAt(i, "invalid UTF-8 in string")
+			}
+			i += size
+		}
+		c.out = append(c.out, in[run:i]...)
+		if key {
+			c.keys = append(c.keys, in[run:i]...)
+		}
+		c.pos = i
+		if i == len(in) {
+			return c.errAt(start, "unterminated string")
+		}
+		switch b := in[i]; {
+		case b == '"':
+			c.pos++
+			c.out = append(c.out, '"')
+			return nil
+		case b < 0x20:
+			return c.errAt(i, "control character in string must be escaped")
+		}
+		// A backslash.
+		r, err := c.parseEscape()
+		if err != nil {
+			return err
+		}
+		c.out = appendEscapedRune(c.out, r)
+		if key {
+			c.keys = utf8.AppendRune(c.keys, r)
+		}
+	}
+}
+
+// parseEscape reads the escape at c.pos (on its backslash) and returns the
+// character it stands for. A \u escape of a UTF-16 high surrogate must be
+// followed at once by a \u escape of a low surrogate; together they stand for
+// one supplementary character.
+func (c *canonicalizer) parseEscape() (rune, error) {
+	in := c.in
+	at := c.pos
+	if at+1 >= len(in) {
+		return 0, c.errEnd()
+	}
+	c.pos += 2
+	switch in[at+1] {
+	case '"':
+		return '"', nil
+	case '\\':
+		return '\\', nil
+	case '/':
+		return '/', nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+	default:
+		return 0, c.errAt(at, "invalid escape \\"+describeEscape(in[at+1]))
+	}
+	r, err := c.parseHex4()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case r >= 0xdc00 && r <= 0xdfff:
+		return 0, c.errAt(at, "unpaired low surrogate escape")
+	case r < 0xd800 || r > 0xdbff:
+		return r, nil
+	}
+	// A high surrogate: a low one must follow.
+	if c.pos+1 >= len(in) || in[c.pos] != '\\' || in[c.pos+1] != 'u' {
+		return 0, c.errAt(at, "unpaired high surrogate escape")
+	}
+	c.pos += 2
+	lo, err := c.parseHex4()
+	if err != nil {
+		return 0, err
+	}
+	if lo < 0xdc00 || lo > 0xdfff {
+		return 0, c.errAt(at, "unpaired high surrogate escape")
+	}
+	return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), nil
+}
+
+// parseHex4 reads the four hex digits of a \u escape at c.pos.
+func (c *canonicalizer) parseHex4() (rune, error) {
+	var r rune
+	for n := 0; n < 4; n++ {
+		if c.pos == len(c.in) {
+			return 0, c.errEnd()
+		}
+		b := c.in[c.pos]
+		var d byte
+		switch {
+		case '0' <= b && b <= '9':
+			d = b - '0'
+		case 'a' <= b && b <= 'f':
+			d = b - 'a' + 10
+		case 'A' <= b && b <= 'F':
+			d = b - 'A' + 10
+		default:
+			return 0, c.errAt(c.pos, "invalid \\u escape: expected a hex digit, found "+describeByte(b))
+		}
+		r = r<<4 | rune(d)
+		c.pos++
+	}
+	return r, nil
+}
+
+func describeEscape(b byte) string {
+	if b >= 0x20 && b < 0x7f {
+		return string(rune(b))
+	}
+	return describeByte(b)
+}
+
+// appendEscapedRune appends r in its one canonical spelling inside a string:
+// '"' as \", '\\' as \\, U+0008, U+0009, U+000A, U+000C and U+000D as \b, \t,
+// \n, \f and \r, the other characters below U+0020 as \u00xx with lower-case
+// hex digits, and everything else as raw UTF-8. This is the rule of
+// RFC 8785 (JSON Canonicalization Scheme) section 3.2.2.2.
+func appendEscapedRune(dst []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	switch r {
+	case '"':
+		return append(dst, '\\', '"')
+	case '\\':
+		return append(dst, '\\', '\\')
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\t':
+		return append(dst, '\\', 't')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\r':
+		return append(dst, '\\', 'r')
+	}
+	if r < 0x20 {
+		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+	}
+	return utf8.AppendRune(dst, r)
+}
