@@ -1,0 +1,46 @@
+package memstore
+
+import "time"
+
+// Clock tells the store the time and wakes it at a time. It is an interface
+// so that tests can drive expiry and leases without sleeping (ManualClock).
+// Implementations must be safe for concurrent use.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// TimerAt returns a timer whose channel receives once the clock reads t
+	// or later; a t not after Now fires at once. It takes an absolute time,
+	// not a duration, so that a caller that computed t from an earlier Now
+	// can never miss a deadline the clock passed in between. A relative
+	// timer is c.TimerAt(c.Now().Add(d)).
+	TimerAt(t time.Time) Timer
+}
+
+// Timer is a one-shot timer made by a Clock.
+type Timer interface {
+	// C returns the channel that receives the clock's time when the timer
+	// fires.
+	C() <-chan time.Time
+	// Stop prevents the timer from firing and releases it; it reports
+	// whether the call stopped it (false if it had fired or was stopped).
+	Stop() bool
+}
+
+// SystemClock returns the clock of the operating system (time.Now and
+// time.Timer).
+func SystemClock() Clock { return systemClock{} }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) TimerAt(t time.Time) Timer {
+	// time.Until uses the monotonic reading that times from Now carry, so
+	// a wall-clock jump does not move the deadline.
+	return systemTimer{time.NewTimer(time.Until(t))}
+}
+
+type systemTimer struct{ t *time.Timer }
+
+func (s systemTimer) C() <-chan time.Time { return s.t.C }
+func (s systemTimer) Stop() bool          { return s.t.Stop() }

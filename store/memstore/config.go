@@ -1,0 +1,116 @@
+package memstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// Defaults of Config fields left zero.
+const (
+	// DefaultMaxRecords bounds the number of records held.
+	DefaultMaxRecords = 100_000
+	// DefaultMaxBytes bounds the accounted bytes held (64 MiB).
+	DefaultMaxBytes = 64 << 20
+)
+
+// RecordOverheadBytes is the fixed cost accounted for every record on top of
+// its scope name, tool name and result bytes: an estimate of the record's
+// struct, map slot and key, so that MaxBytes bounds real memory even for
+// records with tiny results.
+const RecordOverheadBytes = 256
+
+// Config tunes a Store. A nil *Config, and every zero field, means the
+// defaults.
+type Config struct {
+	// Clock makes every time decision. Defaults to the system clock; tests
+	// use a ManualClock.
+	Clock Clock
+	// DefaultScopeTTL is the expiry given to a scope when a write starts it
+	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
+	DefaultScopeTTL time.Duration
+	// Limits bounds scope names, tool names and results. Zero fields default
+	// (see store.Limits).
+	Limits store.Limits
+	// MaxRecords bounds the records held. Defaults to DefaultMaxRecords.
+	MaxRecords int
+	// MaxBytes bounds the accounted bytes held: for each record its result,
+	// tool name and scope name plus RecordOverheadBytes. It must leave room
+	// for at least one record of the largest accepted size. Defaults to
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// ShareResults makes returned records share the stored result bytes
+	// instead of copying them, so Get and Claim on a hit do not allocate. The
+	// shared slice has its capacity cut to its length, so an append never
+	// writes into the store; but a caller that modifies its elements changes
+	// what every later replay returns, breaking byte-identical replay. Set it
+	// only when every reader treats results as read-only. Defaults to false:
+	// every returned result is the caller's own copy.
+	ShareResults bool
+}
+
+// ConfigError reports a Config field that makes no sense.
+type ConfigError struct {
+	Field   string
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("idemstore: memstore config: %s: %s", e.Field, e.Problem)
+}
+
+// Unwrap makes errors.Is(err, store.ErrInvalidInput) true.
+func (e *ConfigError) Unwrap() error { return store.ErrInvalidInput }
+
+// withDefaults returns a copy of c (nil allowed) with every zero field set.
+func (c *Config) withDefaults() Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Clock == nil {
+		out.Clock = SystemClock()
+	}
+	if out.DefaultScopeTTL == 0 {
+		out.DefaultScopeTTL = store.DefaultScopeTTL
+	}
+	if out.MaxRecords == 0 {
+		out.MaxRecords = DefaultMaxRecords
+	}
+	if out.MaxBytes == 0 {
+		out.MaxBytes = DefaultMaxBytes
+	}
+	return out
+}
+
+// validate rejects nonsense in a config that went through withDefaults.
+// Negative limits are rejected rather than read as defaults, because a
+// negative value is a mistake, not a request for the default.
+func (c *Config) validate(raw *Config) error {
+	if raw != nil {
+		l := raw.Limits
+		switch {
+		case l.MaxScopeBytes < 0:
+			return &ConfigError{Field: "Limits.MaxScopeBytes", Problem: "negative"}
+		case l.MaxToolBytes < 0:
+			return &ConfigError{Field: "Limits.MaxToolBytes", Problem: "negative"}
+		case l.MaxResultBytes < 0:
+			return &ConfigError{Field: "Limits.MaxResultBytes", Problem: "negative"}
+		}
+	}
+	switch {
+	case c.DefaultScopeTTL < 0:
+		return &ConfigError{Field: "DefaultScopeTTL", Problem: "negative"}
+	case c.MaxRecords < 0:
+		return &ConfigError{Field: "MaxRecords", Problem: "negative"}
+	case c.MaxBytes < 0:
+		return &ConfigError{Field: "MaxBytes", Problem: "negative"}
+	}
+	l := c.Limits.WithDefaults()
+	largest := int64(RecordOverheadBytes + l.MaxScopeBytes + l.MaxToolBytes + l.MaxResultBytes)
+	if c.MaxBytes < largest {
+		return &ConfigError{Field: "MaxBytes", Problem: fmt.Sprintf("%d cannot hold one record of the largest accepted size (%d bytes)", c.MaxBytes, largest)}
+	}
+	return nil
+}

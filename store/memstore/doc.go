@@ -1,0 +1,34 @@
+// Package memstore is idemstore's embedded default store: it keeps call
+// outcomes in the memory of one process and implements store.Store exactly,
+// including the exclusive mode (claims with leases and fencing tokens,
+// waiting for another caller's outcome, takeover of expired leases).
+//
+// Use it when one process runs the agent and losing the stored outcomes on a
+// restart is acceptable; use the PostgreSQL store when outcomes must survive
+// restarts or be shared by several processes.
+//
+// # Bounded memory, and what that costs
+//
+// The store holds at most Config.MaxRecords records and Config.MaxBytes
+// accounted bytes. When a write would break either limit, the store first
+// drops records of expired scopes, then whole scopes in least-recently-used
+// order, never a scope that holds a live claim and never the scope being
+// written. If nothing can be evicted the write fails with a
+// *store.LimitError naming the limit.
+//
+// Eviction is the limit of what an in-memory store can promise: an evicted
+// outcome is forgotten, so if its call comes again it runs again. Size the
+// limits for the scopes that are live at once, or use the PostgreSQL store.
+//
+// # Returned records
+//
+// Every Record the store returns is the caller's own: by default its
+// Outcome.Result is a fresh copy, so modifying it never changes what later
+// replays return. Config.ShareResults trades that for zero-allocation
+// lookups (see its doc comment).
+//
+// # Time
+//
+// Every time decision (scope expiry, lease end, waiting for a lease to end)
+// is made with Config.Clock, so tests can drive time with a ManualClock.
+package memstore

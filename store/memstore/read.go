@@ -1,0 +1,98 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// checkKey rejects the zero key, which no hash produces: it can only be a
+// caller's mistake.
+func checkKey(key keyhash.Sum) error {
+	if key.IsZero() {
+		return &store.InputError{Field: "key", Problem: "zero"}
+	}
+	return nil
+}
+
+// Get returns the live completed record of key in scope, or store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.limits.CheckScope(scopeName); err != nil {
+		return store.Record{}, err
+	}
+	if err := checkKey(key); err != nil {
+		return store.Record{}, err
+	}
+	sh := s.shardFor(scopeName)
+	now := s.clock.Now()
+	sh.mu.RLock()
+	sc := sh.scopes[scopeName]
+	if sc == nil || !sc.live(now) {
+		sh.mu.RUnlock()
+		sh.stats.misses.Add(1)
+		return store.Record{}, store.ErrNotFound
+	}
+	e := sc.records[key]
+	if e == nil || e.rec.Status != store.StatusCompleted {
+		sh.mu.RUnlock()
+		sh.stats.misses.Add(1)
+		return store.Record{}, store.ErrNotFound
+	}
+	sc.touch(now)
+	rec := e.rec
+	rec.ExpiresAt = sc.expiresAt
+	sh.mu.RUnlock()
+	sh.stats.hits.Add(1)
+	// A completed result is never modified, so it is copied outside the lock.
+	if !s.share {
+		rec.Outcome.Result = cloneResult(rec.Outcome.Result)
+	}
+	return rec, nil
+}
+
+// GetMany looks up several keys of one scope under one read lock.
+func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.limits.CheckScope(scopeName); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := checkKey(k); err != nil {
+			return nil, err
+		}
+	}
+	found := make(map[keyhash.Sum]store.Record, len(keys))
+	sh := s.shardFor(scopeName)
+	now := s.clock.Now()
+	var hits uint64
+	sh.mu.RLock()
+	if sc := sh.scopes[scopeName]; sc != nil && sc.live(now) {
+		for _, k := range keys {
+			if e := sc.records[k]; e != nil && e.rec.Status == store.StatusCompleted {
+				rec := e.rec
+				rec.ExpiresAt = sc.expiresAt
+				found[k] = rec
+				hits++
+			}
+		}
+		if hits > 0 {
+			sc.touch(now)
+		}
+	}
+	sh.mu.RUnlock()
+	sh.stats.hits.Add(hits)
+	sh.stats.misses.Add(uint64(len(keys)) - hits)
+	if !s.share {
+		for k, rec := range found {
+			rec.Outcome.Result = cloneResult(rec.Outcome.Result)
+			found[k] = rec
+		}
+	}
+	return found, nil
+}

@@ -1,0 +1,300 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// maxEvictRounds bounds how often one write makes room and retries when
+// concurrent writers keep taking the room it made.
+const maxEvictRounds = 3
+
+// checkWrite validates what every record-creating write takes.
+func (s *Store) checkWrite(scopeName string, e store.Entry, opts store.WriteOptions) error {
+	if err := s.limits.CheckScope(scopeName); err != nil {
+		return err
+	}
+	if err := s.limits.CheckEntry(e); err != nil {
+		return err
+	}
+	if opts.ScopeTTL != 0 {
+		return store.CheckDuration("ttl", opts.ScopeTTL)
+	}
+	return nil
+}
+
+// checkClaim validates the identity of a claim presented back to the store.
+func (s *Store) checkClaim(c store.Claim) error {
+	if err := s.limits.CheckScope(c.Scope); err != nil {
+		return err
+	}
+	return checkKey(c.Key)
+}
+
+func mismatch(scopeName string, old *entry, e store.Entry) error {
+	return &store.MismatchError{Scope: scopeName, Key: e.Key, StoredTool: old.rec.Tool, Stored: old.rec.Fingerprint, Requested: e.Fingerprint}
+}
+
+func leaseLost(c store.Claim) error {
+	return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+}
+
+// Put stores out for e in scope unless the key already has a live record
+// (the first stored outcome wins). Any pending record, even one whose lease
+// has expired, is left alone and returned with stored false: taking over an
+// abandoned claim is Claim's job.
+func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, false, err
+	}
+	if err := s.checkWrite(scopeName, e, opts); err != nil {
+		return store.Record{}, false, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, false, err
+	}
+	result := storedResult(out.Result)
+	cost := recordCost(scopeName, e.Tool, len(result))
+	ttl := s.scopeTTL(opts)
+	sh := s.shardFor(scopeName)
+	for round := 0; ; round++ {
+		now := s.clock.Now()
+		sh.mu.Lock()
+		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		if old := sc.records[e.Key]; old != nil {
+			if old.rec.Fingerprint != e.Fingerprint {
+				sh.mu.Unlock()
+				sh.stats.mismatches.Add(1)
+				return store.Record{}, false, mismatch(scopeName, old, e)
+			}
+			rec := s.out(old, sc)
+			sh.mu.Unlock()
+			return rec, false, nil
+		}
+		if err := s.reserve(1, cost); err != nil {
+			dropIfEmpty(sh, sc)
+			sh.mu.Unlock()
+			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
+				return store.Record{}, false, err
+			}
+			continue
+		}
+		ent := &entry{cost: cost, rec: store.Record{
+			Scope:       scopeName,
+			Key:         e.Key,
+			Status:      store.StatusCompleted,
+			Tool:        e.Tool,
+			Fingerprint: e.Fingerprint,
+			Outcome:     store.Outcome{Kind: out.Kind, Result: result},
+			CreatedAt:   now,
+			UpdatedAt:   now,
+		}}
+		sc.records[e.Key] = ent
+		rec := s.out(ent, sc)
+		sh.mu.Unlock()
+		return rec, true, nil
+	}
+}
+
+// Claim returns the completed record, grants a claim (a new one, or a
+// takeover of an expired lease), or reports another caller's live claim.
+func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return store.ClaimResult{}, err
+	}
+	if err := s.checkWrite(scopeName, e, opts); err != nil {
+		return store.ClaimResult{}, err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return store.ClaimResult{}, err
+	}
+	cost := recordCost(scopeName, e.Tool, 0)
+	ttl := s.scopeTTL(opts)
+	sh := s.shardFor(scopeName)
+	for round := 0; ; round++ {
+		now := s.clock.Now()
+		sh.mu.Lock()
+		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		if old := sc.records[e.Key]; old != nil {
+			if old.rec.Fingerprint != e.Fingerprint {
+				sh.mu.Unlock()
+				sh.stats.mismatches.Add(1)
+				return store.ClaimResult{}, mismatch(scopeName, old, e)
+			}
+			switch {
+			case old.rec.Status == store.StatusCompleted:
+				rec := s.out(old, sc)
+				sh.mu.Unlock()
+				sh.stats.hits.Add(1)
+				return store.ClaimResult{State: store.Completed, Record: rec}, nil
+			case old.leaseLive(now):
+				rec := s.out(old, sc)
+				sh.mu.Unlock()
+				return store.ClaimResult{State: store.InFlight, Record: rec}, nil
+			}
+			// The holder's lease ended without an outcome: take over. Waiters
+			// wake and see the new claim.
+			close(old.changed)
+			old.changed = make(chan struct{})
+			old.rec.Token = s.tokens.Add(1)
+			old.rec.LeaseUntil = now.Add(lease)
+			old.rec.Attempts++
+			old.rec.UpdatedAt = now
+			res := store.ClaimResult{State: store.Claimed, Record: s.out(old, sc), Claim: claimOf(old), TakenOver: true}
+			sh.mu.Unlock()
+			sh.stats.claims.Add(1)
+			sh.stats.takeovers.Add(1)
+			return res, nil
+		}
+		if err := s.reserve(1, cost); err != nil {
+			dropIfEmpty(sh, sc)
+			sh.mu.Unlock()
+			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
+				return store.ClaimResult{}, err
+			}
+			continue
+		}
+		ent := &entry{cost: cost, changed: make(chan struct{}), rec: store.Record{
+			Scope:       scopeName,
+			Key:         e.Key,
+			Status:      store.StatusPending,
+			Tool:        e.Tool,
+			Fingerprint: e.Fingerprint,
+			Token:       s.tokens.Add(1),
+			LeaseUntil:  now.Add(lease),
+			Attempts:    1,
+			CreatedAt:   now,
+			UpdatedAt:   now,
+		}}
+		sc.records[e.Key] = ent
+		sc.pending++
+		res := store.ClaimResult{State: store.Claimed, Record: s.out(ent, sc), Claim: claimOf(ent)}
+		sh.mu.Unlock()
+		sh.stats.claims.Add(1)
+		return res, nil
+	}
+}
+
+func claimOf(e *entry) store.Claim {
+	return store.Claim{Scope: e.rec.Scope, Key: e.rec.Key, Token: e.rec.Token, LeaseUntil: e.rec.LeaseUntil, Attempt: e.rec.Attempts}
+}
+
+// held returns the pending record of c if c.Token is still its current
+// token, with its scope; nil otherwise. The caller holds sh's lock.
+func held(sh *shard, c store.Claim) (*entry, *scope) {
+	sc := sh.scopes[c.Scope]
+	if sc == nil {
+		return nil, nil
+	}
+	e := sc.records[c.Key]
+	if e == nil || e.rec.Status != store.StatusPending || e.rec.Token != c.Token {
+		return nil, nil
+	}
+	return e, sc
+}
+
+// Complete stores out for the claim c, if c.Token is still current (even
+// after its lease ended, as long as nobody took over).
+func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.checkClaim(c); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, err
+	}
+	result := storedResult(out.Result)
+	extra := int64(len(result))
+	sh := s.shardFor(c.Scope)
+	for round := 0; ; round++ {
+		now := s.clock.Now()
+		sh.mu.Lock()
+		e, sc := held(sh, c)
+		if e == nil {
+			sh.mu.Unlock()
+			return store.Record{}, leaseLost(c)
+		}
+		if err := s.reserve(0, extra); err != nil {
+			sh.mu.Unlock()
+			if round == maxEvictRounds || !s.evict(c.Scope, 0, extra) {
+				return store.Record{}, err
+			}
+			continue
+		}
+		e.cost += extra
+		e.rec.Status = store.StatusCompleted
+		e.rec.Outcome = store.Outcome{Kind: out.Kind, Result: result}
+		e.rec.UpdatedAt = now
+		sc.pending--
+		close(e.changed)
+		e.changed = nil
+		sc.touch(now)
+		rec := s.out(e, sc)
+		sh.mu.Unlock()
+		return rec, nil
+	}
+}
+
+// Release gives up the claim c: the record goes away, so the next caller
+// runs the call. The memory store keeps no record of cause, since the record
+// it would belong to is gone.
+func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkClaim(c); err != nil {
+		return err
+	}
+	sh := s.shardFor(c.Scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, sc := held(sh, c)
+	if e == nil {
+		return leaseLost(c)
+	}
+	s.removeEntry(sc, c.Key, e)
+	dropIfEmpty(sh, sc)
+	return nil
+}
+
+// Renew extends the lease of c to now + lease, if c.Token is still current.
+func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Claim{}, err
+	}
+	if err := s.checkClaim(c); err != nil {
+		return store.Claim{}, err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return store.Claim{}, err
+	}
+	sh := s.shardFor(c.Scope)
+	now := s.clock.Now()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, _ := held(sh, c)
+	if e == nil {
+		return store.Claim{}, leaseLost(c)
+	}
+	e.rec.LeaseUntil = now.Add(lease)
+	e.rec.UpdatedAt = now
+	// Waiters armed a timer for the old lease end: wake them to re-arm.
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return claimOf(e), nil
+}
+
+// find returns the record of key in scope whatever its state, with its scope.
+// The caller holds sh's lock.
+func find(sh *shard, scopeName string, key keyhash.Sum) (*entry, *scope) {
+	sc := sh.scopes[scopeName]
+	if sc == nil {
+		return nil, nil
+	}
+	return sc.records[key], sc
+}
