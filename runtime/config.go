@@ -1,0 +1,131 @@
+package runtime
+
+import (
+	"log/slog"
+	"strconv"
+
+	"github.com/idemstore/idemstore/executor"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxRetries is how many times a rejected answer is retried.
+	DefaultMaxRetries = 2
+	// DefaultMaxTurns is how many model turns one attempt may take.
+	DefaultMaxTurns = 10
+	// DefaultMaxStepOutput is how many characters (runes) of a tool output a
+	// progress step shows before it is abbreviated.
+	DefaultMaxStepOutput = 100
+)
+
+// Config configures a Runtime. Model is required; every other zero field
+// means its default.
+type Config struct {
+	// Model decides the tool calls and writes the answer. Required.
+	Model Model
+
+	// Tools are the tools offered to the model; the registry's allow-list
+	// decides which may run. Defaults to an empty registry (the model can
+	// only answer).
+	Tools *Registry
+
+	// Executor runs the calls. Usually executor.Idempotent wrapping Tools, so
+	// that a call asked for again in the same run is replayed; the run's scope
+	// is the executor's. When it implements executor.Prober, calls are probed
+	// before they are reported (see the package doc). Defaults to Tools
+	// itself: every call runs, nothing is replayed.
+	Executor executor.Executor
+
+	// QualityGates check the final answer, in order; the first rejection
+	// decides. Defaults to none (every answer is accepted).
+	QualityGates []Gate
+
+	// MaxRetries bounds the retries after a rejection; the run makes at most
+	// 1 + MaxRetries attempts. Defaults to DefaultMaxRetries; set
+	// NoRetries for none (zero means the default).
+	MaxRetries int
+
+	// MaxTurns bounds the model turns of one attempt. Defaults to
+	// DefaultMaxTurns.
+	MaxTurns int
+
+	// MaxStepOutput bounds, in characters, the tool output shown in a
+	// "reused cached result" step (see Abbreviate). Defaults to
+	// DefaultMaxStepOutput.
+	MaxStepOutput int
+
+	// SystemPrompt, when set, is the conversation's first message.
+	SystemPrompt string
+
+	// Progress receives the human-readable steps of the run, one line each,
+	// synchronously. Defaults to discarding them.
+	Progress func(step string)
+
+	// Observers are told about every real tool call (never a replay).
+	Observers []Observer
+
+	// Bus receives every event. Defaults to none.
+	Bus Publisher
+
+	// Logger logs what the run cannot report elsewhere (a failed probe, a
+	// failed publish). Defaults to discarding.
+	Logger *slog.Logger
+}
+
+// NoRetries, as Config.MaxRetries, disables retries: a rejected answer ends
+// the run with ErrAnswerRejected.
+const NoRetries = -1
+
+// withDefaults returns a copy of c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Tools == nil {
+		c.Tools = NewRegistry()
+	}
+	if c.Executor == nil {
+		c.Executor = c.Tools
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries == NoRetries:
+		c.MaxRetries = 0
+	}
+	if c.MaxTurns == 0 {
+		c.MaxTurns = DefaultMaxTurns
+	}
+	if c.MaxStepOutput == 0 {
+		c.MaxStepOutput = DefaultMaxStepOutput
+	}
+	if c.Progress == nil {
+		c.Progress = func(string) {}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate rejects nonsense before the first run.
+func (c Config) validate() error {
+	switch {
+	case c.Model == nil:
+		return &ConfigError{Field: "Model", Problem: "required"}
+	case c.MaxRetries < NoRetries:
+		return &ConfigError{Field: "MaxRetries", Problem: "negative (use NoRetries to disable retries)"}
+	case c.MaxTurns < 0:
+		return &ConfigError{Field: "MaxTurns", Problem: "negative"}
+	case c.MaxStepOutput < 0:
+		return &ConfigError{Field: "MaxStepOutput", Problem: "negative"}
+	}
+	for i, g := range c.QualityGates {
+		if g == nil {
+			return &ConfigError{Field: "QualityGates", Problem: "gate " + strconv.Itoa(i) + " is nil"}
+		}
+	}
+	for i, o := range c.Observers {
+		if o == nil {
+			return &ConfigError{Field: "Observers", Problem: "observer " + strconv.Itoa(i) + " is nil"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+// Package runtime is idemstore's agent loop: it asks a model, runs the tool
+// calls the model asks for, offers the final answer to quality gates, and
+// retries with their feedback. It is the place where the idempotent executor
+// pays off: on a retry the model asks for the same calls again, and the
+// executor replays their stored outcomes instead of running the tools twice.
+//
+// The import path ends in "runtime", like the standard library's package;
+// import it under another name where both are needed:
+//
+//	import agent "github.com/idemstore/idemstore/runtime"
+//
+// # Probe before report
+//
+// When the executor implements executor.Prober (executor.Idempotent does),
+// the runtime probes all calls of a turn in one Probe call, after the model's
+// decision and before anything reports a real call. For each call:
+//
+//   - hit: one progress step "  NAME reused cached result: OUTPUT" (or
+//     "  NAME reused cached failure: OUTPUT" for a stored permanent
+//     failure), with OUTPUT abbreviated (see Abbreviate); the model gets the
+//     full stored output. No tool-started event, no observer call, no bus
+//     event, no invocation counted. Transcript status Cached or
+//     CachedFailure.
+//   - miss: the step "Calling tool NAME(ARGS)", the invocation counter, the
+//     tool-started event, observers, bus events, the executor runs the call,
+//     then the completion events. Status Succeeded or Failed.
+//   - bad call (the probe's Err: invalid arguments, too large, fingerprint
+//     mismatch): never run; the step "  NAME refused: ERROR", the model gets
+//     the error as a failed tool result. Status Refused.
+//
+// A probe that fails as a whole is logged and every call of the turn is
+// treated as a miss. A miss whose Execute nonetheless returns a replayed
+// result (another caller stored the outcome between the probe and the
+// execution) has already been reported as a real call; the runtime then
+// reports the step "  NAME reused cached result: OUTPUT" after the
+// "Calling tool" step, completes the events it started (the completion event
+// carries status Cached), keeps the invocation it counted, and records status
+// Cached with ReplayedLate set.
+//
+// Unknown tools and tools outside the registry's allow-list are refused
+// before the probe: they never reach the executor and the model gets an error
+// message as their result.
+//
+// The calls of a turn run one after another, in the order the model gave.
+package runtime

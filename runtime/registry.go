@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/idemstore/idemstore/executor"
+)
+
+// Registry holds the tools a runtime offers the model and dispatches calls
+// to them. It is itself an executor.Executor (the dispatcher): wrap it in
+// executor.Idempotent so that a call asked for again in the same run is
+// replayed rather than run twice, and give both to the runtime (Config.Tools
+// and Config.Executor).
+//
+// An allow-list restricts which registered tools may run; the runtime refuses
+// an unknown or not-allowed tool before probing and the dispatcher refuses it
+// again, so such a tool never runs. A Registry is safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	tools   map[string]registered // guarded by mu
+	order   []string              // registration order, guarded by mu
+	allowed map[string]bool       // nil: every registered tool; guarded by mu
+}
+
+type registered struct {
+	spec ToolSpec
+	exec executor.Executor
+}
+
+// NewRegistry returns an empty registry in which every registered tool is
+// allowed until Allow is called.
+func NewRegistry() *Registry {
+	return &Registry{tools: make(map[string]registered)}
+}
+
+// Register adds a tool. A spec with an empty name or a schema that is not
+// valid JSON, a nil executor, or a name already registered is refused with a
+// *ToolError and changes nothing.
+func (r *Registry) Register(spec ToolSpec, exec executor.Executor) error {
+	switch {
+	case spec.Name == "":
+		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "empty name"}
+	case exec == nil:
+		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "nil executor"}
+	case len(spec.Parameters) > 0 && !json.Valid(spec.Parameters):
+		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "parameters schema is not valid JSON"}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[spec.Name]; dup {
+		return &ToolError{Tool: spec.Name, Err: ErrDuplicateTool}
+	}
+	r.tools[spec.Name] = registered{spec: spec, exec: exec}
+	r.order = append(r.order, spec.Name)
+	return nil
+}
+
+// Allow restricts the tools that may run to names (the allow-list). Names
+// that are not registered (yet) are kept: registering them later makes them
+// allowed. Allow with no names allows nothing; each call replaces the list.
+func (r *Registry) Allow(names ...string) {
+	allowed := make(map[string]bool, len(names))
+	for _, n := range names {
+		allowed[n] = true
+	}
+	r.mu.Lock()
+	r.allowed = allowed
+	r.mu.Unlock()
+}
+
+// Check reports whether tool may run: nil, or a *ToolError wrapping
+// ErrUnknownTool or ErrToolNotAllowed.
+func (r *Registry) Check(tool string) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, err := r.lookupLocked(tool)
+	return err
+}
+
+func (r *Registry) lookupLocked(tool string) (registered, error) {
+	t, ok := r.tools[tool]
+	if !ok {
+		return registered{}, &ToolError{Tool: tool, Err: ErrUnknownTool}
+	}
+	if r.allowed != nil && !r.allowed[tool] {
+		return registered{}, &ToolError{Tool: tool, Err: ErrToolNotAllowed}
+	}
+	return t, nil
+}
+
+// Specs returns the specs of the allowed tools in registration order: what
+// the model is offered.
+func (r *Registry) Specs() []ToolSpec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	specs := make([]ToolSpec, 0, len(r.order))
+	for _, name := range r.order {
+		if r.allowed == nil || r.allowed[name] {
+			specs = append(specs, r.tools[name].spec)
+		}
+	}
+	return specs
+}
+
+// Execute dispatches call to its tool's executor. An unknown or not-allowed
+// tool is refused with a *ToolError and nothing runs; to an idempotent
+// executor around the registry that is a failure, so it is never stored.
+func (r *Registry) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
+	r.mu.RLock()
+	t, err := r.lookupLocked(call.Tool)
+	r.mu.RUnlock()
+	if err != nil {
+		return executor.Result{}, err
+	}
+	return t.exec.Execute(ctx, call)
+}
+
+// Reconcile passes the executor's question "did this call's side effect
+// already happen?" on to the tool, when the tool can tell (implements
+// executor.Reconciler). A tool that cannot tell answers not found, which
+// leads to the same re-run as having no reconciler at all. Without this the
+// registry, sitting between executor.Idempotent and the tools, would hide
+// every tool's reconciler.
+func (r *Registry) Reconcile(ctx context.Context, call executor.Call) (executor.Result, bool, error) {
+	r.mu.RLock()
+	t, err := r.lookupLocked(call.Tool)
+	r.mu.RUnlock()
+	if err != nil {
+		return executor.Result{}, false, err
+	}
+	rec, ok := t.exec.(executor.Reconciler)
+	if !ok {
+		return executor.Result{}, false, nil
+	}
+	return rec.Reconcile(ctx, call)
+}
+
+var (
+	_ executor.Executor   = (*Registry)(nil)
+	_ executor.Reconciler = (*Registry)(nil)
+)

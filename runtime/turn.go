@@ -1,0 +1,170 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/idemstore/idemstore/executor"
+)
+
+// decision is what the runtime knows about a call before reporting it.
+type decision struct {
+	refused error           // unknown or not-allowed tool, or a bad call found by the probe
+	hit     bool            // the probe found a stored outcome
+	stored  executor.Result // the stored outcome, when hit
+}
+
+// runCalls handles the tool calls of one turn: refuse what may not run,
+// probe the rest together, then report and run them one by one, in order.
+func (s *run) runCalls(ctx context.Context, attempt, turn int, calls []executor.Call) error {
+	decisions := s.decide(ctx, calls)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, call := range calls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entry := CallEntry{Attempt: attempt, Turn: turn, Call: call}
+		d := decisions[i]
+		switch {
+		case d.refused != nil:
+			s.steps.refused(call.Tool, d.refused)
+			entry.Status, entry.Err = Refused, d.refused
+			entry.Output = errorOutput(d.refused)
+		case d.hit:
+			entry.Output = d.stored.Output
+			entry.Status = s.reportReplay(call.Tool, d.stored)
+		default:
+			entry = s.execute(ctx, entry)
+		}
+		s.tr.Calls = append(s.tr.Calls, entry)
+		s.messages = append(s.messages, Message{
+			Role:       RoleTool,
+			Content:    string(entry.Output),
+			ToolCallID: call.ID,
+			ToolName:   call.Tool,
+			IsError:    entry.Status == Failed || entry.Status == CachedFailure || entry.Status == Refused,
+		})
+		if entry.Err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// decide refuses unknown and not-allowed tools, then probes every other call
+// of the turn in one Probe call (when the executor can probe). Nothing is
+// reported here: the probe comes before anything reports a real call.
+func (s *run) decide(ctx context.Context, calls []executor.Call) []decision {
+	decisions := make([]decision, len(calls))
+	var probeAt []int
+	var probeCalls []executor.Call
+	for i, call := range calls {
+		if err := s.cfg.Tools.Check(call.Tool); err != nil {
+			decisions[i].refused = err
+			continue
+		}
+		probeAt = append(probeAt, i)
+		probeCalls = append(probeCalls, call)
+	}
+	if s.prober == nil || len(probeCalls) == 0 {
+		return decisions
+	}
+	probes, err := s.prober.Probe(ctx, probeCalls)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.cfg.Logger.WarnContext(ctx, "runtime: probe failed, running every call of the turn as a miss", "calls", len(probeCalls), "err", err)
+		}
+		return decisions
+	case len(probes) != len(probeCalls):
+		s.cfg.Logger.ErrorContext(ctx, "runtime: probe returned a result per call count that does not match, running every call of the turn as a miss", "calls", len(probeCalls), "probes", len(probes))
+		return decisions
+	}
+	for j, p := range probes {
+		d := &decisions[probeAt[j]]
+		switch {
+		case p.Err != nil:
+			d.refused = p.Err
+		case p.Hit:
+			d.hit, d.stored = true, p.Result
+		}
+	}
+	return decisions
+}
+
+// reportReplay reports a replayed outcome with its one progress step and
+// returns its status. No event, no observer, no invocation: a replay is not
+// a call.
+func (s *run) reportReplay(tool string, res executor.Result) Status {
+	if res.Failed {
+		s.steps.reusedFailure(tool, res.Output)
+		return CachedFailure
+	}
+	s.steps.reused(tool, res.Output)
+	return Cached
+}
+
+// execute runs a probe miss as a real call: step, invocation counter,
+// started event and observers, the executor, completion event and
+// observers.
+func (s *run) execute(ctx context.Context, entry CallEntry) CallEntry {
+	call := entry.Call
+	s.tr.Invocations++
+	s.steps.calling(call.Tool, call.Args)
+	started := Event{Kind: EventToolStarted, Attempt: entry.Attempt, Turn: entry.Turn, Call: call}
+	s.emit(ctx, started)
+	for _, o := range s.cfg.Observers {
+		o.OnToolStarted(ctx, started)
+	}
+
+	begin := time.Now()
+	res, err := s.cfg.Executor.Execute(ctx, call)
+	took := time.Since(begin)
+
+	var notStored *executor.OutcomeNotStoredError
+	switch {
+	case errors.As(err, &notStored):
+		// The tool ran, but its outcome could not be stored. The model gets
+		// what the tool produced (the side effect may well have happened and
+		// must not look like a failure to retry); Err says it is not stored.
+		s.cfg.Logger.WarnContext(ctx, "runtime: a tool ran but its outcome was not stored", "tool", call.Tool, "err", err)
+		entry.Err, entry.Output, entry.Status = err, notStored.Result.Output, Succeeded
+		if notStored.Result.Failed {
+			entry.Status = Failed
+			s.steps.failed(call.Tool, entry.Output)
+		}
+	case err != nil:
+		entry.Status, entry.Err, entry.Output = Failed, err, errorOutput(err)
+		s.steps.failed(call.Tool, entry.Output)
+	case res.Replayed:
+		// Another caller stored the outcome between the probe and Execute.
+		// The call was already reported as real; report the replay too.
+		entry.Output, entry.ReplayedLate = res.Output, true
+		entry.Status = s.reportReplay(call.Tool, res)
+	case res.Failed:
+		entry.Status, entry.Output = Failed, res.Output
+		s.steps.failed(call.Tool, entry.Output)
+	default:
+		entry.Status, entry.Output = Succeeded, res.Output
+	}
+
+	// The completion belongs to the call that started, even if ctx is done
+	// now: observers and the bus must see every started call end.
+	done := context.WithoutCancel(ctx)
+	completed := started
+	completed.Kind, completed.Status, completed.Output, completed.Err, completed.Duration = EventToolCompleted, entry.Status, entry.Output, entry.Err, took
+	s.emit(done, completed)
+	for _, o := range s.cfg.Observers {
+		o.OnToolCompleted(done, completed)
+	}
+	return entry
+}
+
+// errorOutput is what the model is handed for a call that failed with an
+// error or was refused.
+func errorOutput(err error) []byte {
+	return []byte("error: " + err.Error())
+}
