@@ -107,17 +107,17 @@ func TestKeyIgnoresWhiteSpaceAndEscapeSpelling(t *testing.T) {
 func TestStringsHaveOneSpelling(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		`"\b\f\n\r\t"`:                  `"\b\f\n\r\t"`,
+		`"\b\f\n\r\t"`:                     `"\b\f\n\r\t"`,
 		`"\u0008\u000C\u000a\u000D\u0009"`: `"\b\f\n\r\t"`,
-		`"\u0000\u001F\u001f\u000b"`:     `"\u0000\u001f\u001f\u000b"`,
-		`"\u007f\u2028\u2029"`:           "\"\u007f\u2028\u2029\"",
-		`"\/"`:                           `"/"`,
-		`"\"\\"`:                         `"\"\\"`,
-		`"\u0022\u005C"`:                 `"\"\\"`,
-		`"\ud800\udc00\udbff\udfff"`:     "\"\U00010000\U0010ffff\"",
-		`"\uFFFF\uFFFD"`:                 "\"\uffff\ufffd\"",
-		`"<>&'"`:                         `"<>&'"`,
-		`""`:                             `""`,
+		`"\u0000\u001F\u001f\u000b"`:       `"\u0000\u001f\u001f\u000b"`,
+		`"\u007f\u2028\u2029"`:             "\"\u007f\u2028\u2029\"",
+		`"\/"`:                             `"/"`,
+		`"\"\\"`:                           `"\"\\"`,
+		`"\u0022\u005C"`:                   `"\"\\"`,
+		`"\ud800\udc00\udbff\udfff"`:       "\"\U00010000\U0010ffff\"",
+		`"\uFFFF\uFFFD"`:                   "\"\uffff\ufffd\"",
+		`"<>&'"`:                           `"<>&'"`,
+		`""`:                               `""`,
 	} {
 		require.Equal(t, `{"s":`+want+`}`, canon(t, `{"s":`+in+`}`), "string %s", in)
 	}
