@@ -1,0 +1,61 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/store/memstore"
+)
+
+// A quality gate rejects the first answer; on the retry the model asks for
+// the same mail again, and the idempotent executor replays it instead of
+// sending it twice.
+func ExampleRuntime_Run() {
+	sends := 0
+	tools := agent.NewRegistry()
+	_ = tools.Register(agent.ToolSpec{Name: "send_mail", Description: "Sends a mail."},
+		executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+			sends++
+			return executor.Result{Output: []byte(`{"message_id":"m-1"}`)}, nil
+		}))
+
+	st, _ := memstore.New(nil)
+	exec, _ := executor.New(tools, st, "run-1", nil) // the scope is the run
+	mail := executor.Call{Tool: "send_mail", Args: []byte(`{"to":"ada@example.com"}`)}
+	model := agent.NewScriptedModel(
+		agent.Response{ToolCalls: []executor.Call{mail}},
+		agent.Response{Text: "Sent."},
+		agent.Response{ToolCalls: []executor.Call{mail}}, // the retry asks again
+		agent.Response{Text: "Sent the welcome mail to Ada."},
+	)
+	rejected := false
+	gate := agent.GateFunc(func(context.Context, string) (agent.Verdict, error) {
+		if !rejected {
+			rejected = true
+			return agent.Verdict{Feedback: "Say whom you mailed."}, nil
+		}
+		return agent.Verdict{Accepted: true}, nil
+	})
+
+	rt, _ := agent.New(&agent.Config{
+		Model:        model,
+		Tools:        tools,
+		Executor:     exec,
+		QualityGates: []agent.Gate{gate},
+		Progress:     func(step string) { fmt.Println(step) },
+	})
+	tr, err := rt.Run(context.Background(), "Welcome Ada")
+	fmt.Println(tr.Answer, err)
+	fmt.Println("sends:", sends, "invocations:", tr.Invocations)
+	// Output:
+	// Attempt 1 of 3
+	// Calling tool send_mail({"to":"ada@example.com"})
+	// Quality gate rejected the answer: Say whom you mailed.
+	// Attempt 2 of 3
+	//   send_mail reused cached result: {"message_id":"m-1"}
+	// Answer accepted after 2 attempts
+	// Sent the welcome mail to Ada. <nil>
+	// sends: 1 invocations: 1
+}

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/executor"
+)
+
+// rejectFirst rejects the first n answers with feedback, then accepts.
+func rejectFirst(n int, feedback string) (Gate, *atomic.Int32) {
+	var checks atomic.Int32
+	return GateFunc(func(context.Context, string) (Verdict, error) {
+		if int(checks.Add(1)) <= n {
+			return Verdict{Feedback: feedback}, nil
+		}
+		return Verdict{Accepted: true}, nil
+	}), &checks
+}
+
+func TestGateRejectionRetriesWithFeedbackInSameScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gate, checks := rejectFirst(1, "Say when the mail went out.")
+	model := NewScriptedModel(
+		toolCalls(call("a1", "send", `{"to":"ada"}`)),
+		answer("Mail sent."),
+		toolCalls(call("b1", "send", `{"to":"ada"}`)), // the retry asks again
+		answer("Mail sent today."),
+	)
+	cfg := b.config(model)
+	cfg.QualityGates = []Gate{gate}
+	tr, err := b.run(t, cfg, "mail Ada")
+	require.NoError(t, err)
+
+	require.Equal(t, "Mail sent today.", tr.Answer)
+	require.Equal(t, 2, tr.Attempts)
+	require.EqualValues(t, 2, checks.Load())
+
+	retry := model.Requests()[2]
+	last := retry.Messages[len(retry.Messages)-1]
+	require.Equal(t, Message{Role: RoleUser, Content: "Say when the mail went out."}, last, "the feedback is the retry's last user message")
+	prev := retry.Messages[len(retry.Messages)-2]
+	require.Equal(t, Message{Role: RoleAssistant, Content: "Mail sent."}, prev, "after the rejected answer")
+
+	require.EqualValues(t, 1, b.send.runs.Load(), "the same executor (scope) replays the call on the retry")
+	require.Equal(t, Cached, entryFor(t, tr, "b1").Status)
+	require.Equal(t, 2, entryFor(t, tr, "b1").Attempt)
+	require.Equal(t, 1, tr.Invocations)
+	require.Equal(t, []string{
+		"step: Attempt 1 of 3",
+		`step: Calling tool send({"to":"ada"})`,
+		"step: Quality gate rejected the answer: Say when the mail went out.",
+		"step: Attempt 2 of 3",
+		`step:   send reused cached result: ran send`,
+		"step: Answer accepted after 2 attempts",
+	}, b.tl.with("step: "))
+	var rejected []Event
+	for _, e := range tr.Events {
+		if e.Kind == EventAnswerRejected {
+			rejected = append(rejected, e)
+		}
+	}
+	require.Equal(t, []Event{{Kind: EventAnswerRejected, Attempt: 1, Answer: "Mail sent.", Feedback: "Say when the mail went out."}}, rejected)
+}
+
+func TestRetriesAreBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		maxRetries int
+		attempts   int
+	}{
+		{"default", 0, 1 + DefaultMaxRetries},
+		{"one", 1, 2},
+		{"none", NoRetries, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			gate, checks := rejectFirst(1000, "")
+			model := NewScriptedFunc(func(n int, _ Request) (Response, error) {
+				return answer("answer " + strconv.Itoa(n)), nil
+			})
+			cfg := b.config(model)
+			cfg.QualityGates = []Gate{GateFunc(func(context.Context, string) (Verdict, error) { return Verdict{Accepted: true}, nil }), gate}
+			cfg.MaxRetries = tc.maxRetries
+			tr, err := b.run(t, cfg, "q")
+
+			require.ErrorIs(t, err, ErrAnswerRejected)
+			var rej *RejectedError
+			require.ErrorAs(t, err, &rej)
+			require.Equal(t, RejectedError{Attempts: tc.attempts, Gate: 1, Feedback: defaultFeedback}, *rej)
+			require.Equal(t, tc.attempts, tr.Attempts)
+			require.EqualValues(t, tc.attempts, checks.Load())
+			require.Len(t, model.Requests(), tc.attempts)
+			require.Empty(t, tr.Answer)
+		})
+	}
+}
+
+func TestTurnLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	model := NewScriptedFunc(func(n int, _ Request) (Response, error) {
+		args, _ := json.Marshal(map[string]int{"id": n})
+		return toolCalls(executor.Call{ID: "c" + strconv.Itoa(n), Tool: "lookup", Args: args}), nil
+	})
+	cfg := b.config(model)
+	cfg.MaxTurns = 3
+	tr, err := b.run(t, cfg, "loop forever")
+
+	var tl *TurnLimitError
+	require.ErrorAs(t, err, &tl)
+	require.ErrorIs(t, err, ErrTurnLimit)
+	require.Equal(t, TurnLimitError{Attempt: 1, MaxTurns: 3}, *tl)
+	require.Len(t, model.Requests(), 3)
+	require.EqualValues(t, 2, b.lookup.runs.Load(), "the calls of the last turn are not run: the model could never see them")
+	require.Len(t, tr.Calls, 2)
+	require.Equal(t, 1, tr.Attempts, "a turn limit is not retried")
+}
+
+func TestCancellationStopsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.send.fn = func(context.Context, executor.Call) (executor.Result, error) {
+		cancel() // the user gives up while the mail goes out
+		return executor.Result{Output: []byte("sent")}, nil
+	}
+	gate, checks := rejectFirst(0, "")
+	model := NewScriptedModel(
+		toolCalls(call("c1", "send", `{}`), call("c2", "lookup", `{"id":1}`)),
+		answer("never asked"),
+	)
+	cfg := b.config(model)
+	cfg.QualityGates = []Gate{gate}
+	rt, err := New(cfg)
+	require.NoError(t, err)
+	tr, err := rt.Run(ctx, "mail, then look up")
+
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, b.lookup.runs.Load(), "no call runs after cancellation")
+	require.Len(t, model.Requests(), 1, "the model is not asked again")
+	require.Zero(t, checks.Load())
+	require.Len(t, tr.Calls, 1)
+	require.Equal(t, Succeeded, tr.Calls[0].Status, "the call that finished is recorded")
+	require.Equal(t, []string{"observer: started send c1", "observer: completed send c1 succeeded"}, b.tl.with("observer: "),
+		"the started call's completion is still observed")
+}
+
+func TestCancelledModelCallStopsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	model := ModelFunc(func(ctx context.Context, _ Request) (Response, error) {
+		cancel()
+		<-ctx.Done()
+		return Response{}, ctx.Err()
+	})
+	rt, err := New(b.config(model))
+	require.NoError(t, err)
+	_, err = rt.Run(ctx, "q")
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestModelErrorStopsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	model := NewScriptedModel() // empty script
+	_, err := b.run(t, b.config(model), "q")
+	require.ErrorIs(t, err, ErrScriptExhausted)
+	require.ErrorContains(t, err, "attempt 1 turn 1")
+}
+
+func TestGateErrorStopsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	boom := &ConfigError{Field: "judge", Problem: "down"}
+	cfg := b.config(NewScriptedModel(answer("a"), answer("b")))
+	cfg.QualityGates = []Gate{GateFunc(func(context.Context, string) (Verdict, error) { return Verdict{}, boom })}
+	tr, err := b.run(t, cfg, "q")
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, 1, tr.Attempts)
+}
+
+func TestSystemPromptIsTheFirstMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	model := NewScriptedModel(answer("hi"))
+	cfg := b.config(model)
+	cfg.SystemPrompt = "You are careful."
+	tr, err := b.run(t, cfg, "hello")
+	require.NoError(t, err)
+	require.Equal(t, []Message{{Role: RoleSystem, Content: "You are careful."}, {Role: RoleUser, Content: "hello"}}, model.Requests()[0].Messages)
+	require.Equal(t, Message{Role: RoleAssistant, Content: "hi"}, tr.Messages[len(tr.Messages)-1])
+}
