@@ -1,0 +1,38 @@
+// Command demo shows idemstore at work in an agent loop: a quality gate
+// rejects the model's first answer, the model asks for the same tool calls
+// again, and the side-effecting call is replayed instead of run twice.
+//
+// Usage:
+//
+//	go run ./cmd/demo [-scenario retry|clean|mismatch|failure] [-execution-id ID]
+//
+// It prints the progress steps as the runtime reports them, then how many
+// times each tool really ran, ending with a line such as
+// "side effects: send_mail ran 1 time".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	opts, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has said what is wrong
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func runDemo(t *testing.T, scenario string) string {
+	t.Helper()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), &out, options{executionID: "test-" + scenario, scenario: scenario}))
+	return out.String()
+}
+
+func TestRetryScenarioReplaysTheMailAndSendsItOnce(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "retry")
+
+	retry := out[strings.Index(out, "Attempt 2 of 3"):]
+	require.Contains(t, retry, "  send_mail reused cached result: ", "the retry replays the mail")
+	require.Contains(t, retry, "  lookup_customer reused cached result: ")
+	require.NotContains(t, retry, "Calling tool", "nothing runs on the retry")
+	require.Equal(t, 1, strings.Count(out, "Calling tool send_mail("))
+	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 1 time\n"), out)
+	require.Contains(t, out, "reads: lookup_customer ran 1 time\n")
+}
+
+func TestCleanScenarioRunsEveryCallOnce(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "clean")
+	require.NotContains(t, out, "reused")
+	require.NotContains(t, out, "Attempt 2")
+	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 1 time\n"), out)
+}
+
+func TestMismatchScenarioShowsTheTypedError(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "mismatch")
+	require.Contains(t, out, "  send_mail refused: idemstore: fingerprint mismatch")
+	require.Contains(t, out, "typed error on send_mail (attempt 2): *store.MismatchError, errors.Is(err, store.ErrFingerprintMismatch) = true")
+	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 1 time\n"), out)
+}
+
+func TestFailureScenarioSendsAgainAfterATransientFailure(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "failure")
+	require.Contains(t, out, "  send_mail failed: error: smtp: connection reset (transient)")
+	require.Equal(t, 2, strings.Count(out, "Calling tool send_mail("), "a failure is not stored, so the retry runs the call")
+	require.Contains(t, out, "  lookup_customer reused cached result: ")
+	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 2 times\n"), out)
+}
+
+func TestFlagsDefaultToRetryWithAFreshExecutionID(t *testing.T) {
+	t.Parallel()
+	a, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	b, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "retry", a.scenario)
+	require.True(t, strings.HasPrefix(a.executionID, "demo-"))
+	require.NotEqual(t, a.executionID, b.executionID)
+
+	c, err := parseFlags([]string{"-execution-id", "run-7", "-scenario", "clean"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, options{executionID: "run-7", scenario: "clean"}, c)
+}
+
+func TestFlagsRefuseAnUnknownScenario(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	_, err := parseFlags([]string{"-scenario", "chaos"}, &stderr)
+	require.ErrorContains(t, err, `unknown -scenario "chaos"`)
+	require.Contains(t, stderr.String(), "clean, failure, mismatch, retry")
+}
+
+func TestRanTimesSaysTimeOrTimes(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "send_mail ran 0 times", ranTimes("send_mail", 0))
+	require.Equal(t, "send_mail ran 1 time", ranTimes("send_mail", 1))
+	require.Equal(t, "send_mail ran 2 times", ranTimes("send_mail", 2))
+}

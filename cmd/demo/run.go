@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/store"
+)
+
+// run plays the scenario of opts and writes its report to w: a header, the
+// runtime's progress steps as it reports them, the answer, any typed error
+// a call was refused with, and one line per tool with its real run count,
+// the side-effecting send_mail last.
+func run(ctx context.Context, w io.Writer, opts options) error {
+	sc, ok := scenarios[opts.scenario]
+	if !ok {
+		return fmt.Errorf("unknown scenario %q; one of: %s", opts.scenario, scenarioList())
+	}
+	st, closeStore, err := openStore(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("opening the store: %w", err)
+	}
+	defer closeStore()
+
+	tl, err := newTools(sc)
+	if err != nil {
+		return fmt.Errorf("registering the tools: %w", err)
+	}
+	exec, err := executor.New(tl.registry, st, opts.executionID, nil)
+	if err != nil {
+		return fmt.Errorf("building the idempotent executor: %w", err)
+	}
+	rt, err := agent.New(&agent.Config{
+		Model:        sc.model(),
+		Tools:        tl.registry,
+		Executor:     exec,
+		QualityGates: []agent.Gate{gate()},
+		Progress:     func(step string) { fmt.Fprintln(w, step) },
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "scenario %s: %s\n", opts.scenario, sc.about)
+	fmt.Fprintf(w, "execution id %s, %s\n", opts.executionID, storeName(opts))
+	tr, runErr := rt.Run(ctx, "Welcome customer "+customerID+" by e-mail.")
+	if tr.Answer != "" {
+		fmt.Fprintln(w, "answer:", tr.Answer)
+	}
+	for _, e := range tr.Calls {
+		var mm *store.MismatchError
+		if errors.As(e.Err, &mm) {
+			fmt.Fprintf(w, "typed error on %s (attempt %d): %T, errors.Is(err, store.ErrFingerprintMismatch) = %t\n  %v\n",
+				e.Call.Tool, e.Attempt, mm, errors.Is(e.Err, store.ErrFingerprintMismatch), e.Err)
+		}
+	}
+	fmt.Fprintln(w, "reads: "+ranTimes(toolLookup, int(tl.lookups.Load())))
+	fmt.Fprintln(w, "side effects: "+ranTimes(toolSend, int(tl.sends.Load())))
+	return runErr
+}
+
+// ranTimes says "NAME ran N time(s)".
+func ranTimes(tool string, n int) string {
+	if n == 1 {
+		return tool + " ran 1 time"
+	}
+	return tool + " ran " + strconv.Itoa(n) + " times"
+}
