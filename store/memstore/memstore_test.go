@@ -44,7 +44,9 @@ func entry(name string) store.Entry {
 	}
 }
 
-func success(s string) store.Outcome { return store.Outcome{Kind: store.KindSuccess, Result: []byte(s)} }
+func success(s string) store.Outcome {
+	return store.Outcome{Kind: store.KindSuccess, Result: []byte(s)}
+}
 
 func TestClaimCompleteReplays(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,249 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// Claim on a new key grants a claim with a lease and a fencing token; the
+// pending record blocks other callers and is not a replayable outcome.
+func testClaimGrantsLeaseAndToken(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e, other := call("id-1", `{}`), call("id-2", `{}`)
+
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State)
+	require.False(t, res.TakenOver)
+	c := res.Claim
+	require.Equal(t, "run", c.Scope)
+	require.Equal(t, e.Key, c.Key)
+	require.Positive(t, c.Token)
+	require.Equal(t, 1, c.Attempt)
+
+	rec := requireInFlight(ctx, t, s, "run", e, c.Token)
+	require.Equal(t, e.Fingerprint, rec.Fingerprint)
+	require.Equal(t, e.Tool, rec.Tool)
+	require.Equal(t, 1, rec.Attempts)
+	require.True(t, rec.LeaseUntil.Equal(c.LeaseUntil))
+	require.WithinDuration(t, rec.CreatedAt.Add(longLease), c.LeaseUntil, time.Second, "the lease runs from the claim")
+	requireNotFound(ctx, t, s, "run", e)
+
+	// Tokens only grow, so a newer claim always fences an older one.
+	c2 := claim(ctx, t, s, "run", other, longLease, noOpts)
+	require.Greater(t, c2.Token, c.Token)
+}
+
+// Complete with the current token stores the outcome; every later caller
+// replays it.
+func testCompleteStoresOutcome(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	c := claim(ctx, t, s, "run", e, longLease, noOpts)
+
+	rec, err := s.Complete(ctx, c, success("sent"))
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	require.Equal(t, store.KindSuccess, rec.Outcome.Kind)
+	require.Equal(t, []byte("sent"), rec.Outcome.Result)
+	require.Equal(t, c.Token, rec.Token)
+	require.Equal(t, e.Fingerprint, rec.Fingerprint)
+	require.Equal(t, 1, rec.Attempts)
+
+	got := requireResult(ctx, t, s, "run", e, "sent")
+	require.Equal(t, e.Tool, got.Tool)
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Completed, res.State)
+	require.Equal(t, []byte("sent"), res.Record.Outcome.Result)
+
+	// A completed claim cannot be completed or released again.
+	_, err = s.Complete(ctx, c, success("again"))
+	requireLeaseLost(t, err, c)
+	requireLeaseLost(t, s.Release(ctx, c, "late failure"), c)
+	requireResult(ctx, t, s, "run", e, "sent")
+}
+
+// Release after a failed call removes the claim, so the next caller runs
+// the call with a new token; the released claim is dead.
+func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	c := claim(ctx, t, s, "run", e, longLease, noOpts)
+
+	require.NoError(t, s.Release(ctx, c, "timeout talking to the mail server"))
+	requireNotFound(ctx, t, s, "run", e)
+
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State)
+	require.False(t, res.TakenOver, "a released call's outcome is known: it failed")
+	require.Greater(t, res.Claim.Token, c.Token)
+
+	_, err = s.Complete(ctx, c, success("from the released claim"))
+	requireLeaseLost(t, err, c)
+	_, err = s.Complete(ctx, res.Claim, success("second try"))
+	require.NoError(t, err)
+	requireResult(ctx, t, s, "run", e, "second try")
+}
+
+// Renew extends the lease from now, so a long-running call is not taken
+// over; the token stays the same.
+func testRenewExtendsLease(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	c := claim(ctx, t, s, "run", e, shortLease, noOpts)
+
+	renewed, err := s.Renew(ctx, c, longLease)
+	require.NoError(t, err)
+	require.Equal(t, c.Token, renewed.Token)
+	require.Equal(t, c.Attempt, renewed.Attempt)
+	require.True(t, renewed.LeaseUntil.After(c.LeaseUntil))
+
+	h.Advance(t, pastShort) // past the first lease, well inside the renewed one
+
+	rec := requireInFlight(ctx, t, s, "run", e, c.Token)
+	require.True(t, rec.LeaseUntil.Equal(renewed.LeaseUntil))
+	done, err := s.Complete(ctx, renewed, success("slow but done"))
+	require.NoError(t, err)
+	require.Equal(t, 1, done.Attempts)
+}
+
+// takeOver lets c's lease end and takes the key over with a new claim.
+func takeOver(t *testing.T, h Harness, s store.Store, e store.Entry, c store.Claim) store.Claim {
+	t.Helper()
+	ctx := testContext(t)
+	h.Advance(t, pastShort)
+	res, err := s.Claim(ctx, c.Scope, e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State)
+	require.True(t, res.TakenOver)
+	return res.Claim
+}
+
+// A holder whose lease was taken over cannot store its outcome (fencing):
+// it gets ErrLeaseLost, and the new holder's outcome is the one kept.
+func testStaleTokenCannotComplete(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	stale := claim(ctx, t, s, "run", e, shortLease, noOpts)
+	current := takeOver(t, h, s, e, stale)
+
+	_, err := s.Complete(ctx, stale, success("stale"))
+	requireLeaseLost(t, err, stale)
+	requireNotFound(ctx, t, s, "run", e)
+	requireInFlight(ctx, t, s, "run", e, current.Token)
+
+	_, err = s.Complete(ctx, current, success("current"))
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, stale, success("stale again"))
+	requireLeaseLost(t, err, stale)
+	requireResult(ctx, t, s, "run", e, "current")
+
+	// A token nobody was granted is refused too.
+	other := call("other", `{}`)
+	granted := claim(ctx, t, s, "run", other, longLease, noOpts)
+	forged := granted
+	forged.Token = granted.Token + 1000
+	_, err = s.Complete(ctx, forged, success("forged"))
+	requireLeaseLost(t, err, forged)
+	requireNotFound(ctx, t, s, "run", other)
+}
+
+// A stale holder can neither release nor renew the claim that replaced its
+// own; the current holder is unaffected.
+func testStaleTokenCannotReleaseOrRenew(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	stale := claim(ctx, t, s, "run", e, shortLease, noOpts)
+	current := takeOver(t, h, s, e, stale)
+
+	requireLeaseLost(t, s.Release(ctx, stale, "stale failure"), stale)
+	_, err := s.Renew(ctx, stale, longLease)
+	requireLeaseLost(t, err, stale)
+
+	rec := requireInFlight(ctx, t, s, "run", e, current.Token)
+	require.True(t, rec.LeaseUntil.Equal(current.LeaseUntil), "the stale renew changed nothing")
+	_, err = s.Complete(ctx, current, success("current"))
+	require.NoError(t, err)
+	requireResult(ctx, t, s, "run", e, "current")
+}
+
+// A claim whose lease ended without an outcome is taken over by the next
+// caller with a new token, flagged as an unknown earlier outcome; a live
+// lease is never taken over.
+func testExpiredLeaseIsTakenOverWithNewToken(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	first := claim(ctx, t, s, "run", e, shortLease, noOpts)
+	requireInFlight(ctx, t, s, "run", e, first.Token)
+
+	h.Advance(t, pastShort)
+
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State)
+	require.True(t, res.TakenOver)
+	require.Greater(t, res.Claim.Token, first.Token)
+	require.Equal(t, 2, res.Claim.Attempt)
+	require.True(t, res.Claim.LeaseUntil.After(first.LeaseUntil))
+
+	rec := requireInFlight(ctx, t, s, "run", e, res.Claim.Token)
+	require.Equal(t, 2, rec.Attempts)
+	done, err := s.Complete(ctx, res.Claim, success("second attempt"))
+	require.NoError(t, err)
+	require.Equal(t, 2, done.Attempts)
+}
+
+// A key stored or claimed for one call refuses a call with another
+// fingerprint (an invocation id reused with other arguments), by Put and by
+// Claim, and the record stays as it was.
+func testFingerprintMismatchIsRefusedAndChangesNothing(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	stored, storedOther := call("id-stored", `{"to":"a"}`), call("id-stored", `{"to":"b"}`)
+	pending, pendingOther := call("id-pending", `{"to":"a"}`), call("id-pending", `{"to":"b"}`)
+	put(ctx, t, s, "run", stored, success("a"), noOpts)
+	c := claim(ctx, t, s, "run", pending, longLease, noOpts)
+
+	requireMismatch := func(err error, e, refused store.Entry) {
+		t.Helper()
+		require.ErrorIs(t, err, store.ErrFingerprintMismatch)
+		var mm *store.MismatchError
+		require.ErrorAs(t, err, &mm)
+		require.Equal(t, "run", mm.Scope)
+		require.Equal(t, e.Key, mm.Key)
+		require.Equal(t, e.Fingerprint, mm.Stored)
+		require.Equal(t, refused.Fingerprint, mm.Requested)
+		require.Equal(t, e.Tool, mm.StoredTool)
+	}
+
+	for _, tc := range []struct{ held, refused store.Entry }{{stored, storedOther}, {pending, pendingOther}} {
+		_, _, err := s.Put(ctx, "run", tc.refused, success("b"), noOpts)
+		requireMismatch(err, tc.held, tc.refused)
+		_, err = s.Claim(ctx, "run", tc.refused, longLease, noOpts)
+		requireMismatch(err, tc.held, tc.refused)
+	}
+
+	requireResult(ctx, t, s, "run", stored, "a")
+	rec := requireInFlight(ctx, t, s, "run", pending, c.Token)
+	require.Equal(t, pending.Fingerprint, rec.Fingerprint)
+	require.Equal(t, 1, rec.Attempts)
+	_, err := s.Complete(ctx, c, success("a"))
+	require.NoError(t, err, "the claim survives refused calls")
+
+	// An expired claim is not taken over by a call with another fingerprint.
+	abandoned, abandonedOther := call("id-abandoned", `{"to":"a"}`), call("id-abandoned", `{"to":"b"}`)
+	first := claim(ctx, t, s, "run", abandoned, shortLease, noOpts)
+	h.Advance(t, pastShort)
+	_, err = s.Claim(ctx, "run", abandonedOther, longLease, noOpts)
+	requireMismatch(err, abandoned, abandonedOther)
+	res, err := s.Claim(ctx, "run", abandoned, longLease, noOpts)
+	require.NoError(t, err)
+	require.True(t, res.TakenOver)
+	require.Equal(t, 2, res.Claim.Attempt, "the refused call did not count as an attempt")
+	require.Greater(t, res.Claim.Token, first.Token)
+}

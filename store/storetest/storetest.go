@@ -1,0 +1,192 @@
+// Package storetest is the conformance suite of store.Store: one subtest per
+// guarantee of the contract (docs/guarantees.md), run by the in-memory store,
+// the PostgreSQL store, and any store of your own:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{
+//			NewStore: func(t *testing.T) store.Store { ... a fresh, empty store ... },
+//			Advance:  func(t *testing.T, d time.Duration) { ... move its clock ... },
+//		})
+//	}
+//
+// The suite uses only the store's default limits and durations that a real
+// clock can honour (leases and TTLs of about half a second, never relying on
+// precision below 50ms), so a store whose clock is a database's can run it
+// with Advance sleeping. Subtests run in parallel, so real-clock waits
+// overlap.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// Harness is how the suite gets stores and moves their time.
+type Harness struct {
+	// NewStore returns a fresh, empty, default-configured store for the test
+	// t (for PostgreSQL: in its own schema). Each subtest calls it once.
+	NewStore func(t *testing.T) store.Store
+	// Advance moves the clock of the store that NewStore returned for t
+	// forward by at least d: a manual clock's Advance for an in-memory
+	// store, a real sleep for a store whose clock is a database's.
+	Advance func(t *testing.T, d time.Duration)
+}
+
+// Durations chosen so that a real clock works: what must expire does so
+// within a second, what must stay live has an hour, and nothing depends on
+// precision below 50ms.
+const (
+	shortTTL   = 500 * time.Millisecond
+	shortLease = 500 * time.Millisecond
+	pastShort  = 800 * time.Millisecond // Advance by this to get past shortTTL and shortLease
+	longTTL    = time.Hour
+	longLease  = time.Hour
+
+	// waitLimit bounds how long an expected wake-up may take before the
+	// suite calls it a hang.
+	waitLimit = 10 * time.Second
+	// notYet is how long a blocked waiter is watched to show that it does
+	// not return early (an observation, not a synchronisation).
+	notYet = 100 * time.Millisecond
+)
+
+type guarantee struct {
+	name string
+	test func(t *testing.T, h Harness)
+}
+
+// guarantees lists every subtest, named for what it checks.
+var guarantees = []guarantee{
+	{"FirstWriteWins", testFirstWriteWins},
+	{"PutLeavesALiveClaimAlone", testPutLeavesALiveClaimAlone},
+	{"ReplayIsByteIdentical", testReplayIsByteIdentical},
+	{"PermanentFailureOutcomeIsReplayedAsFailure", testPermanentFailureOutcomeIsReplayedAsFailure},
+	{"ScopesAreIsolated", testScopesAreIsolated},
+	{"GetManyReturnsOnlyLiveCompleted", testGetManyReturnsOnlyLiveCompleted},
+	{"ExpiredRecordsAreNeverReplayed", testExpiredRecordsAreNeverReplayed},
+	{"AllRecordsOfAScopeExpireTogether", testAllRecordsOfAScopeExpireTogether},
+	{"ExtendScopeKeepsRecordsAlive", testExtendScopeKeepsRecordsAlive},
+	{"ExtendScopeDoesNotReviveAnExpiredScope", testExtendScopeDoesNotReviveAnExpiredScope},
+	{"DeleteScopeRemovesEverything", testDeleteScopeRemovesEverything},
+	{"CleanupRemovesExpiredInBatches", testCleanupRemovesExpiredInBatches},
+	{"CleanupNeverRemovesLiveClaims", testCleanupNeverRemovesLiveClaims},
+	{"ConcurrentCleanersAreSafe", testConcurrentCleanersAreSafe},
+	{"ClaimGrantsLeaseAndToken", testClaimGrantsLeaseAndToken},
+	{"CompleteStoresOutcome", testCompleteStoresOutcome},
+	{"ReleaseLetsNextCallerRun", testReleaseLetsNextCallerRun},
+	{"RenewExtendsLease", testRenewExtendsLease},
+	{"StaleTokenCannotComplete", testStaleTokenCannotComplete},
+	{"StaleTokenCannotReleaseOrRenew", testStaleTokenCannotReleaseOrRenew},
+	{"ExpiredLeaseIsTakenOverWithNewToken", testExpiredLeaseIsTakenOverWithNewToken},
+	{"WaitThenReplay", testWaitThenReplay},
+	{"WaitWakesOnRelease", testWaitWakesOnRelease},
+	{"WaitReturnsWhenLeaseEnds", testWaitReturnsWhenLeaseEnds},
+	{"WaitReturnsAtOnceWhenNothingIsInFlight", testWaitReturnsAtOnceWhenNothingIsInFlight},
+	{"WaitHonoursContext", testWaitHonoursContext},
+	{"FingerprintMismatchIsRefusedAndChangesNothing", testFingerprintMismatchIsRefusedAndChangesNothing},
+	{"LimitsAreCheckedBeforeAnyWrite", testLimitsAreCheckedBeforeAnyWrite},
+	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
+	{"StatsCountHitsMissesClaimsWaitsTakeoversMismatches", testStatsCountHitsMissesClaimsWaitsTakeoversMismatches},
+}
+
+// Run runs every conformance subtest against stores made by h.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	require.NotNil(t, h.NewStore, "storetest: Harness.NewStore is required")
+	require.NotNil(t, h.Advance, "storetest: Harness.Advance is required")
+	for _, g := range guarantees {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.test(t, h)
+		})
+	}
+}
+
+// testContext bounds a subtest, so a store that hangs fails instead of
+// blocking the whole run.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// call returns the entry of an invocation-id call: its key depends on id
+// alone, its fingerprint on tool and args, so one id with other args gives
+// the same key and another fingerprint.
+func call(id, args string) store.Entry {
+	return store.Entry{
+		Key:         keyhash.IDKey(id),
+		Fingerprint: keyhash.Fingerprint("send_mail", []byte(args)),
+		Tool:        "send_mail",
+	}
+}
+
+func success(result string) store.Outcome {
+	return store.Outcome{Kind: store.KindSuccess, Result: []byte(result)}
+}
+
+// noOpts is the zero WriteOptions: the store's default scope TTL.
+var noOpts = store.WriteOptions{}
+
+func ttl(d time.Duration) store.WriteOptions { return store.WriteOptions{ScopeTTL: d} }
+
+// claim claims e in scope and requires a fresh claim.
+func claim(ctx context.Context, t *testing.T, s store.Store, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) store.Claim {
+	t.Helper()
+	res, err := s.Claim(ctx, scope, e, lease, opts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State, "expected a fresh claim")
+	return res.Claim
+}
+
+// put stores out for e in scope and requires that this call stored it.
+func put(ctx context.Context, t *testing.T, s store.Store, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) store.Record {
+	t.Helper()
+	rec, stored, err := s.Put(ctx, scope, e, out, opts)
+	require.NoError(t, err)
+	require.True(t, stored, "expected the first write to store")
+	return rec
+}
+
+// requireResult requires a live completed record of e in scope with result.
+func requireResult(ctx context.Context, t *testing.T, s store.Store, scope string, e store.Entry, result string) store.Record {
+	t.Helper()
+	rec, err := s.Get(ctx, scope, e.Key)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	require.Equal(t, []byte(result), rec.Outcome.Result)
+	return rec
+}
+
+// requireNotFound requires that no live completed record of e is in scope.
+func requireNotFound(ctx context.Context, t *testing.T, s store.Store, scope string, e store.Entry) {
+	t.Helper()
+	_, err := s.Get(ctx, scope, e.Key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// requireInFlight requires that a Claim of e in scope reports a live claim
+// with token.
+func requireInFlight(ctx context.Context, t *testing.T, s store.Store, scope string, e store.Entry, token int64) store.Record {
+	t.Helper()
+	res, err := s.Claim(ctx, scope, e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.InFlight, res.State)
+	require.Equal(t, store.StatusPending, res.Record.Status)
+	require.Equal(t, token, res.Record.Token)
+	return res.Record
+}
+
+func requireLeaseLost(t *testing.T, err error, c store.Claim) {
+	t.Helper()
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	var lost *store.LeaseLostError
+	require.ErrorAs(t, err, &lost)
+	require.Equal(t, c.Token, lost.Token)
+}
