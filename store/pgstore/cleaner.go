@@ -1,0 +1,190 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// Defaults of CleanerConfig fields left zero.
+const (
+	// DefaultCleanInterval is the time between two cleanup rounds.
+	DefaultCleanInterval = time.Minute
+	// DefaultCleanBatchSize is how many records one statement removes at
+	// most: large enough to remove ~10^5 rows/s, small enough that no lock
+	// is held long.
+	DefaultCleanBatchSize = 10_000
+)
+
+// CleanerConfig tunes a Cleaner. Every zero field means its default.
+type CleanerConfig struct {
+	// Interval is the time between the end of one round and the start of
+	// the next. Defaults to DefaultCleanInterval.
+	Interval time.Duration
+	// Jitter adds a random delay of up to Jitter to every interval, so that
+	// cleaners started together in many processes spread out. Defaults to
+	// Interval/10; set it negative for none.
+	Jitter time.Duration
+	// BatchSize is the most records one RemoveExpired statement removes. A
+	// round repeats batches until one removes fewer. Defaults to
+	// DefaultCleanBatchSize.
+	BatchSize int
+	// Pause is the rest between two batches of one round, leaving the
+	// database to other work during a large cleanup. Defaults to none.
+	Pause time.Duration
+	// OnRemoved, when set, is called after every batch that removed
+	// records, with their number (for metrics). It runs on the cleaner's
+	// goroutine and should return quickly.
+	OnRemoved func(n int)
+}
+
+func (c CleanerConfig) withDefaults() CleanerConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultCleanInterval
+	}
+	if c.Jitter == 0 {
+		c.Jitter = c.Interval / 10
+	}
+	if c.Jitter < 0 {
+		c.Jitter = 0
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultCleanBatchSize
+	}
+	return c
+}
+
+func (c CleanerConfig) validate() error {
+	switch {
+	case c.Interval < 0:
+		return &ConfigError{Field: "CleanerConfig.Interval", Problem: "negative"}
+	case c.BatchSize < 0:
+		return &ConfigError{Field: "CleanerConfig.BatchSize", Problem: "negative"}
+	case c.Pause < 0:
+		return &ConfigError{Field: "CleanerConfig.Pause", Problem: "negative"}
+	}
+	return nil
+}
+
+// Cleaner removes expired records of a Store in the background, in bounded
+// batches. Several cleaners, in one process or many, may run on one schema:
+// RemoveExpired skips rows another cleaner holds. Start it once; Stop ends it
+// and waits for its goroutine.
+type Cleaner struct {
+	st  *Store
+	cfg CleanerConfig
+
+	mu      sync.Mutex
+	started bool               // guarded by mu
+	cancel  context.CancelFunc // guarded by mu
+	done    chan struct{}      // guarded by mu; closed when run returned
+}
+
+// NewCleaner returns a stopped cleaner for st.
+func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
+	if st == nil {
+		return nil, &ConfigError{Field: "store", Problem: "nil"}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Cleaner{st: st, cfg: cfg.withDefaults()}, nil
+}
+
+// errCleanerStarted is returned by a second Start.
+var errCleanerStarted = errors.New("idemstore: cleaner already started")
+
+// Start runs the cleaner: a round at once, then one every Interval (plus
+// jitter) until Stop. A cleaner runs once: a second Start is an error.
+func (c *Cleaner) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errCleanerStarted
+	}
+	c.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel, c.done = cancel, make(chan struct{})
+	go c.run(ctx)
+	return nil
+}
+
+// Stop ends the cleaner, interrupting a batch in progress (its statement is
+// cancelled and rolls back, removing nothing), and returns when its
+// goroutine is gone. Safe to call more than once, and without Start.
+func (c *Cleaner) Stop() {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (c *Cleaner) run(ctx context.Context) {
+	defer close(c.done)
+	for {
+		_, err := c.RunOnce(ctx)
+		if errors.Is(err, store.ErrClosed) {
+			return // nothing left to clean through this store
+		}
+		if err != nil && ctx.Err() == nil {
+			c.st.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: cleanup round failed", slog.Any("error", err))
+		}
+		if !sleep(ctx, c.cfg.Interval+jitter(c.cfg.Jitter)) {
+			return
+		}
+	}
+}
+
+// RunOnce runs one cleanup round now: batches of RemoveExpired until one
+// removes fewer than BatchSize. It returns how many records it removed. A
+// Cleaner need not be started to use it.
+func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := c.st.RemoveExpired(ctx, c.cfg.BatchSize)
+		total += n
+		if n > 0 && c.cfg.OnRemoved != nil {
+			c.cfg.OnRemoved(n)
+		}
+		if err != nil {
+			return total, err
+		}
+		if n < c.cfg.BatchSize {
+			return total, nil
+		}
+		if !sleep(ctx, c.cfg.Pause) {
+			return total, ctx.Err()
+		}
+	}
+}
+
+// jitter returns a random duration in [0, max].
+func jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return rand.N(max + 1)
+}
+
+// sleep waits d, and reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,149 @@
+package pgstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// querier is what the store's statements run against. Both *pgxpool.Pool and
+// pgx.Tx satisfy it, which is how CompleteTx runs the very statement Complete
+// runs, inside the caller's transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = pgx.Tx(nil)
+)
+
+// Store is the PostgreSQL store.Store. It is safe for concurrent use by many
+// goroutines, and many Stores in many processes may share one schema: every
+// decision is made by the database in one statement, on the database's
+// clock. Create it with New; Close it to stop its listener connection.
+type Store struct {
+	pool         *pgxpool.Pool
+	schema       string
+	sql          statements
+	channel      string
+	defaultTTL   time.Duration
+	limits       store.Limits // with defaults applied
+	pollInterval time.Duration
+	writeTimeout time.Duration
+	log          *slog.Logger
+
+	waiters  waiters
+	listener *listener
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close
+	isClosed  atomic.Bool
+
+	stats counters
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store over pool, using the tables of cfg.Schema (nil cfg
+// means the defaults). It checks that the schema is migrated and gives a
+// *store.SchemaError naming the command to run when it is not, so a deploy
+// that forgot its migration fails at start rather than on the first call.
+// The store does not own pool: Close leaves it open.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if pool == nil {
+		return nil, &ConfigError{Field: "pool", Problem: "nil"}
+	}
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		pool:         pool,
+		schema:       c.Schema,
+		sql:          newStatements(quoteIdent(c.Schema)),
+		channel:      channelName(c.Schema),
+		defaultTTL:   c.DefaultScopeTTL,
+		limits:       c.Limits.WithDefaults(),
+		pollInterval: c.PollInterval,
+		writeTimeout: c.WriteTimeout,
+		log:          c.Logger,
+		closed:       make(chan struct{}),
+	}
+	s.waiters.init()
+	s.listener = newListener(pool, s.channel, s.log, &s.waiters)
+	if err := s.checkSchema(ctx, pool); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the store's listener connection and wakes every Wait with
+// store.ErrClosed; later calls return store.ErrClosed. It does not close the
+// pool. Close is idempotent.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		s.isClosed.Store(true)
+		close(s.closed)
+		s.listener.stop()
+	})
+}
+
+// Schema returns the schema the store uses.
+func (s *Store) Schema() string { return s.schema }
+
+// checkOpen returns store.ErrClosed after Close.
+func (s *Store) checkOpen() error {
+	if s.isClosed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) scopeTTL(opts store.WriteOptions) time.Duration {
+	if opts.ScopeTTL > 0 {
+		return opts.ScopeTTL
+	}
+	return s.defaultTTL
+}
+
+// micros converts a positive duration into the microseconds the database
+// counts in, rounding up so that a positive duration never becomes zero.
+func micros(d time.Duration) int64 {
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
+}
+
+// outcomeContext is the context of an outcome write: not cancelled with the
+// caller's (a caller that gives up must not lose a finished result) but
+// bounded by WriteTimeout.
+func (s *Store) outcomeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.writeTimeout)
+}
+
+// counters are the store's Stats.
+type counters struct {
+	hits, misses, claims, waits, takeovers, mismatches atomic.Uint64
+}
+
+// Stats returns the store's counters since it was created (this Store
+// instance only, not other processes sharing the schema).
+func (s *Store) Stats() store.Stats {
+	return store.Stats{
+		Hits:       s.stats.hits.Load(),
+		Misses:     s.stats.misses.Load(),
+		Claims:     s.stats.claims.Load(),
+		Waits:      s.stats.waits.Load(),
+		Takeovers:  s.stats.takeovers.Load(),
+		Mismatches: s.stats.mismatches.Load(),
+	}
+}

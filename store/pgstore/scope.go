@@ -1,0 +1,92 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// scopeTxOptions: the second statement of ExtendScope and DeleteScope must
+// take a new snapshot after the first one's lock waited for writers in
+// progress, which only READ COMMITTED does (whatever the database's
+// default_transaction_isolation says).
+var scopeTxOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
+// ExtendScope sets the expiry of scope, and of every record of it that has
+// not expired, to now + ttl on the database's clock. Records that already
+// expired stay expired: an expired record is never replayed. Extending an
+// unknown or expired scope changes nothing (live claims of an expired scope
+// excepted, which carry over) and is not an error.
+func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := s.limits.CheckScope(scope); err != nil {
+		return err
+	}
+	if err := store.CheckDuration("ttl", ttl); err != nil {
+		return err
+	}
+	err := pgx.BeginTxFunc(ctx, s.pool, scopeTxOptions, func(tx pgx.Tx) error {
+		var expires time.Time
+		err := tx.QueryRow(ctx, s.sql.extendScope, scope, micros(ttl)).Scan(&expires)
+		if isNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.sql.extendRecords, scope, expires)
+		return err
+	})
+	return s.translate("extend scope", err)
+}
+
+// DeleteScope removes every record of scope (the run is over), live claims
+// included, and returns how many it removed; the holders of those claims get
+// store.ErrLeaseLost, and every waiter of the scope is woken.
+func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	if err := s.limits.CheckScope(scope); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginTxFunc(ctx, s.pool, scopeTxOptions, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql.deleteScopeRow, scope); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, s.sql.deleteScopeRecords, scope, s.channel, scopePayload(scope)).Scan(&n)
+	})
+	if err != nil {
+		return 0, s.translate("delete scope", err)
+	}
+	return int(n), nil
+}
+
+// RemoveExpired removes up to limit records of expired scopes, never a
+// pending record whose lease is live, and the expired scope rows left
+// empty; it returns how many records it removed. One statement whose row
+// locks are taken with SKIP LOCKED, so that several cleaners (goroutines or
+// processes) share the work without waiting for each other or for writers.
+func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, &store.InputError{Field: "limit", Problem: "not positive"}
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, s.sql.removeExpired, limit).Scan(&n)
+	if err != nil {
+		return 0, s.translate("remove expired", err)
+	}
+	return int(n), nil
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,183 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// putAttempts bounds how often Put reruns its statement when another
+// writer's row appeared after the statement's snapshot (see putSQL). A rerun
+// sees that row, so a second attempt settles it unless the row vanished again
+// meanwhile (deleted scope, cleanup): that needs a pathological interleaving,
+// and the bound turns it into an error instead of a loop.
+const putAttempts = 4
+
+// Put stores out for e in scope unless the key has a live record
+// (probe-then-store mode): the first stored outcome wins. One statement
+// (putSQL), rerun only when it lost a race it could not see.
+func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
+	if err := s.checkWrite(scope, e, opts); err != nil {
+		return store.Record{}, false, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, false, err
+	}
+	encoding, data := encodeResult(out.Result)
+	for range putAttempts {
+		var (
+			stored bool
+			row    recordScan
+		)
+		targets := append([]any{&stored}, row.targets()...)
+		err := s.pool.QueryRow(ctx, s.sql.put,
+			scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(s.scopeTTL(opts)),
+		).Scan(targets...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return store.Record{}, false, s.translate("put", err)
+		}
+		rec, err := row.record(scope, e.Key)
+		if err != nil {
+			return store.Record{}, false, err
+		}
+		if !stored && rec.Fingerprint != e.Fingerprint {
+			s.stats.mismatches.Add(1)
+			return store.Record{}, false, mismatch(scope, e, rec)
+		}
+		return rec, stored, nil
+	}
+	return store.Record{}, false, &store.UnavailableError{Op: "put",
+		Err: fmt.Errorf("the key's record kept changing under %d attempts", putAttempts)}
+}
+
+// Complete stores out for the claim c and returns the completed record; one
+// statement (completeSQL) that also wakes the key's waiters. It runs under
+// context.WithoutCancel plus Config.WriteTimeout, so a caller that gives up
+// after the tool ran cannot lose its outcome. *store.LeaseLostError when
+// c.Token is not current.
+func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
+	if err := s.checkClaim(c); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, err
+	}
+	ctx, cancel := s.outcomeContext(ctx)
+	defer cancel()
+	return s.complete(ctx, s.pool, c, out)
+}
+
+// CompleteTx is Complete inside the caller's transaction: a tool whose side
+// effect is a write to the same database commits that write and the record
+// together, exactly once with no window between them. The record, and the
+// wake-up of waiters, take effect when tx commits; if tx rolls back, neither
+// the write nor the record exists, and the claim is still held (Release it,
+// or let its lease expire). ctx is used as given: the caller owns tx and its
+// deadline.
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out store.Outcome) (store.Record, error) {
+	if tx == nil {
+		return store.Record{}, &store.InputError{Field: "tx", Problem: "nil"}
+	}
+	if err := s.checkClaim(c); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, err
+	}
+	return s.complete(ctx, tx, c, out)
+}
+
+func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out store.Outcome) (store.Record, error) {
+	encoding, data := encodeResult(out.Result)
+	var row recordScan
+	err := q.QueryRow(ctx, s.sql.complete,
+		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, s.channel, keyPayload(c.Scope, c.Key),
+	).Scan(row.targets()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Record{}, &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	}
+	if err != nil {
+		return store.Record{}, s.translate("complete", err)
+	}
+	return row.record(c.Scope, c.Key)
+}
+
+// Release gives up the claim c after a failed call: the record is removed so
+// that the next caller runs the call, and the key's waiters are woken. The
+// record goes away, so cause is not stored; it is logged (at Info) for
+// operators. Runs under context.WithoutCancel plus Config.WriteTimeout, like
+// Complete. *store.LeaseLostError when c.Token is not current.
+func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
+	if err := s.checkClaim(c); err != nil {
+		return err
+	}
+	ctx, cancel := s.outcomeContext(ctx)
+	defer cancel()
+	var one int
+	err := s.pool.QueryRow(ctx, s.sql.release,
+		c.Scope, c.Key[:], c.Token, s.channel, keyPayload(c.Scope, c.Key),
+	).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	}
+	if err != nil {
+		return s.translate("release", err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: claim released",
+		slog.String("scope", c.Scope), slog.String("key", c.Key.String()),
+		slog.Int64("token", c.Token), slog.String("cause", cause))
+	return nil
+}
+
+// Renew extends the lease of c to now + lease on the database's clock and
+// returns the renewed claim; *store.LeaseLostError when c.Token is not
+// current.
+func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
+	if err := s.checkClaim(c); err != nil {
+		return store.Claim{}, err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return store.Claim{}, err
+	}
+	var (
+		until    time.Time
+		attempts int32
+	)
+	err := s.pool.QueryRow(ctx, s.sql.renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Claim{}, &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	}
+	if err != nil {
+		return store.Claim{}, s.translate("renew", err)
+	}
+	c.LeaseUntil = until
+	c.Attempt = int(attempts)
+	return c, nil
+}
+
+// checkClaim checks a claim handed back by a caller before it is used.
+func (s *Store) checkClaim(c store.Claim) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := s.limits.CheckScope(c.Scope); err != nil {
+		return err
+	}
+	if err := checkKey(c.Key); err != nil {
+		return err
+	}
+	if c.Token <= 0 {
+		// No claim ever has such a token, so it is not current.
+		return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	}
+	return nil
+}
