@@ -1,0 +1,183 @@
+package memstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
+)
+
+// putIn stores a small outcome under entry(name) in scope.
+func putIn(t *testing.T, s *memstore.Store, scope, name string, opts store.WriteOptions) {
+	t.Helper()
+	_, stored, err := s.Put(context.Background(), scope, entry(name), success(name), opts)
+	require.NoError(t, err)
+	require.True(t, stored)
+}
+
+func present(s *memstore.Store, scope, name string) bool {
+	_, err := s.Get(context.Background(), scope, entry(name).Key)
+	return err == nil
+}
+
+func requireAccountingTrue(t *testing.T, s *memstore.Store) {
+	t.Helper()
+	records, bytes := memstore.CountHeld(s)
+	require.Equal(t, memstore.Usage{Records: records, Bytes: bytes}, s.Usage())
+}
+
+func TestEvictionDropsExpiredScopesBeforeLiveOnes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 3})
+	putIn(t, b.store, "lru", "a", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "mid", "b", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "expiring", "c", store.WriteOptions{ScopeTTL: 5 * time.Second})
+	b.clock.Advance(10 * time.Second) // "expiring" is the most recently used, but expired
+
+	putIn(t, b.store, "new", "d", store.WriteOptions{})
+
+	require.True(t, present(b.store, "lru", "a"), "a live scope went before an expired one")
+	require.True(t, present(b.store, "mid", "b"))
+	require.True(t, present(b.store, "new", "d"))
+	require.Equal(t, int64(3), b.store.Usage().Records)
+	requireAccountingTrue(t, b.store)
+}
+
+func TestEvictionTakesTheLeastRecentlyUsedScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 4})
+	putIn(t, b.store, "a", "a1", store.WriteOptions{})
+	putIn(t, b.store, "a", "a2", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "b", "b1", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "c", "c1", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	require.True(t, present(b.store, "a", "a1")) // a read makes "a" the most recently used
+
+	putIn(t, b.store, "d", "d1", store.WriteOptions{})
+
+	require.False(t, present(b.store, "b", "b1"), "the least recently used scope is evicted")
+	for _, p := range [][2]string{{"a", "a1"}, {"a", "a2"}, {"c", "c1"}, {"d", "d1"}} {
+		require.True(t, present(b.store, p[0], p[1]), "%s/%s", p[0], p[1])
+	}
+	requireAccountingTrue(t, b.store)
+}
+
+func TestEvictionTakesWholeScopes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 3})
+	putIn(t, b.store, "old", "o1", store.WriteOptions{})
+	putIn(t, b.store, "old", "o2", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "new", "n1", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+
+	putIn(t, b.store, "new", "n2", store.WriteOptions{})
+
+	require.False(t, present(b.store, "old", "o1"))
+	require.False(t, present(b.store, "old", "o2"), "a scope is evicted whole, never half")
+	require.Equal(t, int64(2), b.store.Usage().Records)
+	requireAccountingTrue(t, b.store)
+}
+
+func TestEvictionNeverTakesALiveClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 3})
+	ctx := context.Background()
+	res, err := b.store.Claim(ctx, "claimed", entry("held"), time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	putIn(t, b.store, "claimed", "done", store.WriteOptions{}) // the oldest scope, with a live claim
+	b.clock.Advance(time.Second)
+	putIn(t, b.store, "plain", "p", store.WriteOptions{})
+	b.clock.Advance(time.Second)
+
+	putIn(t, b.store, "new", "n", store.WriteOptions{})
+
+	require.False(t, present(b.store, "plain", "p"))
+	require.True(t, present(b.store, "claimed", "done"), "a scope holding a live claim is never evicted")
+	_, err = b.store.Complete(ctx, res.Claim, success("finished"))
+	require.NoError(t, err)
+	requireAccountingTrue(t, b.store)
+}
+
+func TestEvictionNeverTakesTheScopeBeingWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 2})
+	putIn(t, b.store, "run", "a", store.WriteOptions{})
+	putIn(t, b.store, "run", "b", store.WriteOptions{})
+
+	_, _, err := b.store.Put(context.Background(), "run", entry("c"), success("c"), store.WriteOptions{})
+	var le *store.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "MaxRecords", le.Limit)
+	require.True(t, present(b.store, "run", "a"), "a run never evicts its own outcomes")
+	require.True(t, present(b.store, "run", "b"))
+}
+
+func TestEvictionFailsWithTypedErrorWhenOnlyLiveClaimsRemain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 2})
+	ctx := context.Background()
+	for _, scope := range []string{"a", "b"} {
+		res, err := b.store.Claim(ctx, scope, entry("held"), time.Minute, store.WriteOptions{})
+		require.NoError(t, err)
+		require.Equal(t, store.Claimed, res.State)
+	}
+	before := b.store.Usage()
+
+	_, _, err := b.store.Put(ctx, "c", entry("x"), success("x"), store.WriteOptions{})
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	var le *store.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "MaxRecords", le.Limit)
+	require.Equal(t, 2, le.Max)
+	_, err = b.store.Claim(ctx, "c", entry("x"), time.Minute, store.WriteOptions{})
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, before, b.store.Usage(), "a refused write changes nothing")
+	require.False(t, present(b.store, "c", "x"))
+
+	b.clock.Advance(2 * time.Minute) // the claims' leases end: their scopes may go
+	putIn(t, b.store, "c", "x", store.WriteOptions{})
+	requireAccountingTrue(t, b.store)
+}
+
+func TestEvictionBoundsBytes(t *testing.T) {
+	t.Parallel()
+	const result = 1000
+	recordBytes := int64(memstore.RecordOverheadBytes + len("s0") + len("tool") + result)
+	b := setup(t, &memstore.Config{
+		Limits:   store.Limits{MaxResultBytes: result, MaxScopeBytes: 8, MaxToolBytes: 8},
+		MaxBytes: 2*recordBytes + recordBytes/2,
+	})
+	ctx := context.Background()
+	out := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, result)}
+	for i, scope := range []string{"s0", "s1", "s2"} {
+		_, _, err := b.store.Put(ctx, scope, entry("k"), out, store.WriteOptions{})
+		require.NoError(t, err, scope)
+		require.LessOrEqual(t, b.store.Usage().Bytes, 2*recordBytes+recordBytes/2, "after %d", i)
+		b.clock.Advance(time.Second)
+	}
+	require.False(t, present(b.store, "s0", "k"), "the oldest scope made room")
+	require.True(t, present(b.store, "s1", "k"))
+	require.True(t, present(b.store, "s2", "k"))
+
+	// A claim's result is accounted when it completes; if no room can be
+	// made, Complete fails with MaxBytes and the claim stays.
+	res, err := b.store.Claim(ctx, "s2", entry("big"), time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	_, err = b.store.Claim(ctx, "s1", entry("big"), time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	_, err = b.store.Complete(ctx, res.Claim, out)
+	var le *store.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "MaxBytes", le.Limit)
+	require.NoError(t, b.store.Release(ctx, res.Claim, "no room"))
+	requireAccountingTrue(t, b.store)
+}

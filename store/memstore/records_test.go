@@ -1,0 +1,202 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
+)
+
+func TestReturnedRecordsDoNotAliasTheStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	e, c := entry("put"), entry("claim")
+	scribble := func(p []byte) {
+		for i := range p {
+			p[i] = 'X'
+		}
+	}
+
+	input := []byte("original")
+	rec, _, err := b.store.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: input}, store.WriteOptions{})
+	require.NoError(t, err)
+	scribble(input)
+	scribble(rec.Outcome.Result)
+
+	res, err := b.store.Claim(ctx, "run", c, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	input = []byte("original")
+	done, err := b.store.Complete(ctx, res.Claim, store.Outcome{Kind: store.KindSuccess, Result: input})
+	require.NoError(t, err)
+	scribble(input)
+	scribble(done.Outcome.Result)
+
+	for _, k := range []store.Entry{e, c} {
+		got, err := b.store.Get(ctx, "run", k.Key)
+		require.NoError(t, err)
+		scribble(got.Outcome.Result)
+		many, err := b.store.GetMany(ctx, "run", []keyhash.Sum{k.Key})
+		require.NoError(t, err)
+		scribble(many[k.Key].Outcome.Result)
+		again, err := b.store.Claim(ctx, "run", k, time.Minute, store.WriteOptions{})
+		require.NoError(t, err)
+		scribble(again.Record.Outcome.Result)
+
+		got, err = b.store.Get(ctx, "run", k.Key)
+		require.NoError(t, err)
+		require.Equal(t, []byte("original"), got.Outcome.Result, "a caller's writes reached the store")
+	}
+}
+
+func TestSharedResultsCannotBeAppendedInto(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{ShareResults: true})
+	ctx := context.Background()
+	e := entry("k")
+	_, _, err := b.store.Put(ctx, "run", e, success("stored"), store.WriteOptions{})
+	require.NoError(t, err)
+
+	got, err := b.store.Get(ctx, "run", e.Key)
+	require.NoError(t, err)
+	require.Equal(t, len(got.Outcome.Result), cap(got.Outcome.Result))
+	_ = append(got.Outcome.Result, "appended"...)
+
+	again, err := b.store.Get(ctx, "run", e.Key)
+	require.NoError(t, err)
+	require.Equal(t, []byte("stored"), again.Outcome.Result)
+}
+
+func TestNewRejectsNonsenseConfig(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]memstore.Config{
+		"negative ttl":           {DefaultScopeTTL: -time.Second},
+		"negative records":       {MaxRecords: -1},
+		"negative bytes":         {MaxBytes: -1},
+		"negative result limit":  {Limits: store.Limits{MaxResultBytes: -1}},
+		"negative scope limit":   {Limits: store.Limits{MaxScopeBytes: -1}},
+		"negative tool limit":    {Limits: store.Limits{MaxToolBytes: -1}},
+		"bytes below one record": {MaxBytes: store.DefaultMaxResultBytes},
+	} {
+		_, err := memstore.New(&cfg)
+		var ce *memstore.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.ErrorIs(t, err, store.ErrInvalidInput, name)
+	}
+	s, err := memstore.New(nil)
+	require.NoError(t, err)
+	require.Equal(t, memstore.Usage{}, s.Usage())
+}
+
+func TestScopeTTLDefaultsToTheConfiguredOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{DefaultScopeTTL: time.Minute})
+	rec, _, err := b.store.Put(context.Background(), "run", entry("k"), success("x"), store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, epoch.Add(time.Minute), rec.ExpiresAt)
+}
+
+func TestAccountingReturnsToZero(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	putIn(t, b.store, "deleted", "a", store.WriteOptions{})
+	putIn(t, b.store, "expired", "b", store.WriteOptions{ScopeTTL: time.Second})
+	res, err := b.store.Claim(ctx, "released", entry("c"), time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.NotZero(t, b.store.Usage().Records)
+
+	_, err = b.store.DeleteScope(ctx, "deleted")
+	require.NoError(t, err)
+	require.NoError(t, b.store.Release(ctx, res.Claim, "failed"))
+	b.clock.Advance(2 * time.Second)
+	n, err := b.store.RemoveExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	require.Equal(t, memstore.Usage{}, b.store.Usage())
+	requireAccountingTrue(t, b.store)
+}
+
+func TestWaitWakesOnRenew(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	e := entry("k")
+	res, err := b.store.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() { done <- b.store.Wait(ctx, "run", e.Key, res.Claim.Token) }()
+	require.NoError(t, b.clock.BlockUntilTimers(ctx, 1)) // the waiter armed its lease timer
+	_, err = b.store.Renew(ctx, res.Claim, time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, <-done, "a renewal wakes waiters so they re-arm for the new lease end")
+	require.Zero(t, b.clock.PendingTimers(), "the woken waiter released its timer")
+}
+
+func TestConcurrentMixedUseKeepsAccountingTrue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &memstore.Config{MaxRecords: 64})
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			var err error
+			defer func() { errs <- err }()
+			for i := range 300 {
+				scope := string(rune('a' + (g+i)%12))
+				e := entry(string(rune('A' + i%20)))
+				switch i % 6 {
+				case 0, 1:
+					_, _, err = b.store.Put(ctx, scope, e, success("x"), store.WriteOptions{ScopeTTL: time.Duration(1+i%3) * time.Second})
+				case 2:
+					var res store.ClaimResult
+					res, err = b.store.Claim(ctx, scope, e, time.Second, store.WriteOptions{})
+					if err == nil && res.State == store.Claimed {
+						if i%4 == 0 {
+							err = b.store.Release(ctx, res.Claim, "x")
+						} else {
+							_, err = b.store.Complete(ctx, res.Claim, success("y"))
+						}
+					}
+				case 3:
+					_, err = b.store.Get(ctx, scope, e.Key)
+				case 4:
+					_, err = b.store.RemoveExpired(ctx, 5)
+				case 5:
+					if i%30 == 5 {
+						_, err = b.store.DeleteScope(ctx, scope)
+					} else {
+						err = b.store.ExtendScope(ctx, scope, time.Second)
+					}
+				}
+				if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrFingerprintMismatch) {
+					err = nil
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	advanced := make(chan struct{})
+	go func() {
+		defer close(advanced)
+		for range 50 {
+			b.clock.Advance(100 * time.Millisecond)
+		}
+	}()
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+	<-advanced
+	requireAccountingTrue(t, b.store)
+	require.LessOrEqual(t, b.store.Usage().Records, int64(64))
+}
