@@ -56,7 +56,7 @@ type goldenVector struct {
 	Error         string  `json:"error,omitempty"`
 }
 
-func (v goldenVector) args(t *testing.T) []byte {
+func (v goldenVector) args(t testing.TB) []byte {
 	t.Helper()
 	if v.ArgsHex != "" {
 		b, err := hex.DecodeString(v.ArgsHex)
@@ -131,7 +131,7 @@ func TestGoldenVectors(t *testing.T) {
 	require.GreaterOrEqual(t, valid, 40)
 }
 
-func readGolden(t *testing.T) goldenFile {
+func readGolden(t testing.TB) goldenFile {
 	t.Helper()
 	b, err := os.ReadFile(goldenPath)
 	require.NoError(t, err)
