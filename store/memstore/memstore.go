@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"context"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -223,4 +224,16 @@ func (s *Store) scopeTTL(opts store.WriteOptions) time.Duration {
 		return opts.ScopeTTL
 	}
 	return s.defaultTTL
+}
+
+// ctxDone returns ctx's error if it is done. It checks Done first: for a
+// context shared by many goroutines that is one atomic load, where Err would
+// take the context's mutex on every call.
+func ctxDone(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return nil
+	}
 }

@@ -18,7 +18,7 @@ func checkKey(key keyhash.Sum) error {
 
 // Get returns the live completed record of key in scope, or store.ErrNotFound.
 func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
@@ -56,7 +56,7 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 
 // GetMany looks up several keys of one scope under one read lock.
 func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {

@@ -47,7 +47,7 @@ func leaseLost(c store.Claim) error {
 // has expired, is left alone and returned with stored false: taking over an
 // abandoned claim is Claim's job.
 func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return store.Record{}, false, err
 	}
 	if err := s.checkWrite(scopeName, e, opts); err != nil {
@@ -102,7 +102,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // Claim returns the completed record, grants a claim (a new one, or a
 // takeover of an expired lease), or reports another caller's live claim.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return store.ClaimResult{}, err
 	}
 	if err := s.checkWrite(scopeName, e, opts); err != nil {
@@ -199,7 +199,7 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 // Complete stores out for the claim c, if c.Token is still current (even
 // after its lease ended, as long as nobody took over).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.checkClaim(c); err != nil {
@@ -244,7 +244,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // runs the call. The memory store keeps no record of cause, since the record
 // it would belong to is gone.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return err
 	}
 	if err := s.checkClaim(c); err != nil {
@@ -264,7 +264,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 
 // Renew extends the lease of c to now + lease, if c.Token is still current.
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctxDone(ctx); err != nil {
 		return store.Claim{}, err
 	}
 	if err := s.checkClaim(c); err != nil {
