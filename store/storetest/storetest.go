@@ -13,7 +13,8 @@
 // clock can honour (leases and TTLs of about half a second, never relying on
 // precision below 50ms), so a store whose clock is a database's can run it
 // with Advance sleeping. Subtests run in parallel, so real-clock waits
-// overlap.
+// overlap; since go test runs only GOMAXPROCS parallel subtests at once by
+// default, pass -parallel 32 to overlap them all on a small machine.
 package storetest
 
 import (
