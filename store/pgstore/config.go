@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/store"
@@ -38,8 +39,8 @@ var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // defaults.
 type Config struct {
 	// Schema is the PostgreSQL schema holding the store's tables, migrated
-	// by cmd/migrate. It must match ^[a-z_][a-z0-9_]{0,62}$. Defaults to
-	// DefaultSchema.
+	// by cmd/migrate. It must match ^[a-z_][a-z0-9_]{0,62}$ and not start
+	// with pg_ (reserved by PostgreSQL). Defaults to DefaultSchema.
 	Schema string
 	// DefaultScopeTTL is the expiry given to a scope when a write starts it
 	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
@@ -107,6 +108,8 @@ func (c *Config) validate() error {
 	switch {
 	case !schemaPattern.MatchString(c.Schema):
 		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q is not a plain lower-case identifier (^[a-z_][a-z0-9_]{0,62}$)", c.Schema)}
+	case strings.HasPrefix(c.Schema, "pg_"):
+		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q: the pg_ prefix is reserved by PostgreSQL", c.Schema)}
 	case c.DefaultScopeTTL < 0:
 		return &ConfigError{Field: "DefaultScopeTTL", Problem: "negative"}
 	case c.PollInterval < 0:

@@ -249,7 +249,7 @@ const deleteScopeRecordsSQL = `WITH gone AS (
 SELECT (SELECT count(*) FROM gone) FROM (SELECT pg_notify($2, $3)) AS n`
 
 // removeExpiredSQL removes up to $1 dead records, and up to $1 expired scope
-// rows that have no record left. FOR UPDATE SKIP LOCKED lets several
+// rows that have no record left but those this statement removes. FOR UPDATE SKIP LOCKED lets several
 // cleaners run at once without waiting for each other or for writers, and
 // the batch bound keeps every lock short.
 const removeExpiredSQL = `WITH doomed AS (
@@ -265,7 +265,10 @@ const removeExpiredSQL = `WITH doomed AS (
 ), empty_scopes AS (
 	SELECT scope FROM {schema}.idem_scopes sc
 	WHERE sc.expires_at <= now()
-	  AND NOT EXISTS (SELECT FROM {schema}.idem_records r WHERE r.scope = sc.scope)
+	  AND NOT EXISTS (
+		SELECT FROM {schema}.idem_records r
+		WHERE r.scope = sc.scope
+		  AND NOT EXISTS (SELECT FROM doomed d WHERE d.scope = r.scope AND d.key = r.key))
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), removed_scopes AS (

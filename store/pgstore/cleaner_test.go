@@ -1,0 +1,120 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// A started Cleaner removes expired records in batches, reports what it
+// removed, and Stop ends its goroutine (goleak checks in TestMain); a second
+// Start is refused and Stop is safe twice and without Start.
+func TestCleanerStopsCleanly(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	for i := range 25 {
+		_, _, err := st.Put(ctx, "old", entry(fmt.Sprint(i), `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
+	live := entry("live", `{}`)
+	_, _, err := st.Put(ctx, "live", live, success("x"), store.WriteOptions{})
+	require.NoError(t, err)
+	waitUntilExpired(ctx, t, pool, schema, 25)
+
+	removed := make(chan int, 100)
+	cl, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{
+		Interval:  time.Hour, // one round at Start is all this test needs
+		BatchSize: 10,
+		OnRemoved: func(n int) { removed <- n },
+	})
+	require.NoError(t, err)
+	require.NoError(t, cl.Start())
+	require.Error(t, cl.Start(), "a cleaner starts once")
+	var batches []int
+	total := 0
+	for total < 25 {
+		n := within(t, 10*time.Second, removed)
+		batches = append(batches, n)
+		total += n
+	}
+	cl.Stop()
+	cl.Stop()
+	require.Equal(t, []int{10, 10, 5}, batches)
+	require.Equal(t, 1, countRows(ctx, t, pool, schema, "idem_records"))
+	require.Equal(t, 1, countRows(ctx, t, pool, schema, "idem_scopes"), "the emptied expired scope row went too")
+	_, err = st.Get(ctx, "live", live.Key)
+	require.NoError(t, err)
+
+	idle, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{})
+	require.NoError(t, err)
+	idle.Stop() // never started
+
+	_, err = pgstore.NewCleaner(st, pgstore.CleanerConfig{BatchSize: -1})
+	require.ErrorIs(t, err, store.ErrInvalidInput)
+}
+
+// waitUntilExpired waits, on the database's clock, until n records have
+// expired (their TTL was a millisecond).
+func waitUntilExpired(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string, n int) {
+	t.Helper()
+	q := "SELECT count(*) FROM " + pgx.Identifier{schema, "idem_records"}.Sanitize() + " WHERE expires_at <= now()"
+	require.Eventually(t, func() bool {
+		var got int
+		require.NoError(t, pool.QueryRow(ctx, q).Scan(&got))
+		return got == n
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// Expiry and cleanup are decided on the database's clock, not the
+// process's: a session whose database clock runs an hour ahead (its now()
+// shifted through search_path) sees a record with 30 minutes left as
+// expired and removes it, although every process clock says it is live.
+func TestCleanupUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	clock := schema + "_clock"
+	_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s;
+		CREATE FUNCTION %[1]s.now() RETURNS timestamptz LANGUAGE sql STABLE
+		AS $$ SELECT pg_catalog.now() + interval '1 hour' $$`, clock))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+clock+" CASCADE")
+		require.NoError(t, err)
+	})
+	ahead := newPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["search_path"] = clock + ", pg_catalog"
+	})
+	var skew time.Duration
+	require.NoError(t, ahead.QueryRow(ctx, "SELECT extract(epoch FROM now() - pg_catalog.now())::int").Scan(&skew))
+	require.EqualValues(t, 3600, skew, "the shifted session clock is in effect")
+
+	now := openStore(t, pool, schema, nil)
+	later := openStore(t, ahead, schema, nil)
+	e := entry("id", `{}`)
+	rec, stored, err := now.Put(ctx, "run", e, success("x"), store.WriteOptions{ScopeTTL: 30 * time.Minute})
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, rec.ExpiresAt.After(time.Now().Add(29*time.Minute)), "live by the process clock")
+
+	_, err = later.Get(ctx, "run", e.Key)
+	require.ErrorIs(t, err, store.ErrNotFound, "expired by the (shifted) database clock")
+	n, err := now.RemoveExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Zero(t, n, "live by the true database clock")
+	n, err = later.RemoveExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "removed by the shifted database clock")
+	_, err = now.Get(ctx, "run", e.Key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -1,0 +1,89 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// Several processes (here: several pools, each with its own Store) racing
+// on one key run the call exactly once; everyone ends with the same bytes.
+func TestSeveralPoolsRacingOnOneKeyRunOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	const processes, callersEach = 4, 8
+	stores := []*pgstore.Store{openStore(t, pool, schema, nil)}
+	for range processes - 1 {
+		stores = append(stores, openStore(t, newPool(t, nil), schema, nil))
+	}
+
+	for round := range 5 { // several keys, so the race is run more than once
+		e := entry(fmt.Sprintf("race-%d", round), `{"to":"everyone"}`)
+		var (
+			executions atomic.Int32
+			wg         sync.WaitGroup
+			mu         sync.Mutex
+			results    [][]byte
+			errs       []error
+		)
+		start := make(chan struct{})
+		for p, st := range stores {
+			for c := range callersEach {
+				wg.Go(func() {
+					<-start
+					out, err := runOnce(ctx, st, "run", e, &executions, fmt.Sprintf("process %d caller %d", p, c))
+					mu.Lock()
+					defer mu.Unlock()
+					results = append(results, out)
+					errs = append(errs, err)
+				})
+			}
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		require.EqualValues(t, 1, executions.Load(), "round %d: exactly one caller in all processes runs the call", round)
+		for _, r := range results {
+			require.Equal(t, results[0], r)
+		}
+	}
+	var claims uint64
+	for _, st := range stores {
+		claims += st.Stats().Claims
+	}
+	require.EqualValues(t, 5, claims, "one claim granted per key over all processes")
+}
+
+// runOnce is one caller of the exclusive protocol: claim, and either run
+// (counting the execution) and complete, or wait and claim again, or replay.
+func runOnce(ctx context.Context, st store.Store, scope string, e store.Entry, executions *atomic.Int32, who string) ([]byte, error) {
+	for {
+		res, err := st.Claim(ctx, scope, e, time.Minute, store.WriteOptions{})
+		if err != nil {
+			return nil, err
+		}
+		switch res.State {
+		case store.Completed:
+			return res.Record.Outcome.Result, nil
+		case store.Claimed:
+			executions.Add(1)
+			rec, err := st.Complete(ctx, res.Claim, success("sent by "+who))
+			return rec.Outcome.Result, err
+		case store.InFlight:
+			if err := st.Wait(ctx, scope, e.Key, res.Record.Token); err != nil {
+				return nil, err
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package pgstore_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// queryCounter is a pgx tracer that counts the statements a pool sends.
+type queryCounter struct{ queries, prepares atomic.Int64 }
+
+func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *queryCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	c.prepares.Add(1)
+	return ctx
+}
+func (c *queryCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// A schema name that is not a plain identifier is refused before any SQL is
+// sent: nothing can be injected through it.
+func TestSchemaNameInjectionIsRejected(t *testing.T) {
+	t.Parallel()
+	var counter queryCounter
+	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = &counter })
+	for _, schema := range []string{
+		`x"; drop table y;--`,
+		`x'; drop table y;--`,
+		`Public`,
+		`a.b`,
+		`pg_catalog`,
+		strings.Repeat("a", 64),
+		`1abc`,
+	} {
+		st, err := pgstore.New(t.Context(), pool, &pgstore.Config{Schema: schema})
+		require.Nil(t, st, schema)
+		require.ErrorIs(t, err, store.ErrInvalidInput, schema)
+		var ce *pgstore.ConfigError
+		require.ErrorAs(t, err, &ce, schema)
+		require.Equal(t, "Schema", ce.Field)
+	}
+	require.Zero(t, counter.queries.Load(), "no statement was sent")
+}
+
+// A schema without the store's tables (never migrated, or missing) is
+// refused by New with the command that migrates it; tables that vanish
+// later give the same error on use.
+func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, empty := newEmptySchema(t)
+	for _, schema := range []string{empty, "no_such_schema_anywhere"} {
+		_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
+		require.ErrorIs(t, err, store.ErrSchemaNotMigrated, schema)
+		var se *store.SchemaError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, schema, se.Schema)
+		require.EqualValues(t, pgstore.SchemaVersion, se.Want)
+		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+schema+" up", se.Command)
+	}
+
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	_, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{schema, "idem_records"}.Sanitize())
+	require.NoError(t, err)
+	_, err = st.Get(ctx, "run", keyhash.IDKey("id"))
+	require.ErrorIs(t, err, store.ErrSchemaNotMigrated)
+}
+
+// A 10,000-byte scope is refused by every method before anything is
+// written; a limit that large is refused by New, because a primary-key
+// entry cannot hold it; the largest accepted limit works in the database.
+func TestScopeOf10000BytesIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	scope := strings.Repeat("s", 10_000)
+	e := entry("id", `{}`)
+	c := store.Claim{Scope: scope, Key: e.Key, Token: 1}
+
+	for name, call := range map[string]func() error{
+		"Get":     func() error { _, err := st.Get(ctx, scope, e.Key); return err },
+		"GetMany": func() error { _, err := st.GetMany(ctx, scope, []keyhash.Sum{e.Key}); return err },
+		"Put": func() error {
+			_, _, err := st.Put(ctx, scope, e, success("x"), store.WriteOptions{})
+			return err
+		},
+		"Claim": func() error {
+			_, err := st.Claim(ctx, scope, e, time.Hour, store.WriteOptions{})
+			return err
+		},
+		"Wait":        func() error { return st.Wait(ctx, scope, e.Key, 1) },
+		"Complete":    func() error { _, err := st.Complete(ctx, c, success("x")); return err },
+		"Release":     func() error { return st.Release(ctx, c, "x") },
+		"Renew":       func() error { _, err := st.Renew(ctx, c, time.Hour); return err },
+		"ExtendScope": func() error { return st.ExtendScope(ctx, scope, time.Hour) },
+		"DeleteScope": func() error { _, err := st.DeleteScope(ctx, scope); return err },
+	} {
+		err := call()
+		var le *store.LimitError
+		require.ErrorAs(t, err, &le, name)
+		require.Equal(t, "MaxScopeBytes", le.Limit, name)
+		require.Equal(t, 10_000, le.Value, name)
+		require.Equal(t, store.DefaultMaxScopeBytes, le.Max, name)
+	}
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_scopes"))
+
+	_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema, Limits: store.Limits{MaxScopeBytes: 10_000}})
+	require.ErrorIs(t, err, store.ErrInvalidInput)
+
+	// The largest accepted scope fits the index, even incompressible.
+	big := openStore(t, pool, schema, &pgstore.Config{Limits: store.Limits{MaxScopeBytes: pgstore.MaxScopeBytesLimit}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	for b.Len() < pgstore.MaxScopeBytesLimit {
+		b.WriteByte(byte('!' + rng.IntN(94)))
+	}
+	longest := b.String()
+	_, stored, err := big.Put(ctx, longest, e, success("x"), store.WriteOptions{})
+	require.NoError(t, err)
+	require.True(t, stored)
+	_, err = big.Get(ctx, longest, e.Key)
+	require.NoError(t, err)
+}
+
+// Every hot operation is one statement: one round trip once the
+// connection has prepared it.
+func TestEachOperationIsOneStatement(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	_, schema := newSchema(t)
+	var counter queryCounter
+	pool := newPool(t, func(c *pgxpool.Config) {
+		c.MaxConns = 1 // one connection, so every statement is prepared once
+		c.ConnConfig.Tracer = &counter
+	})
+	st := openStore(t, pool, schema, nil)
+
+	ops := func(i int) map[string]func() {
+		e := entry("id-"+string(rune('a'+i)), `{}`)
+		p := entry("put-"+string(rune('a'+i)), `{}`)
+		r := entry("released-"+string(rune('a'+i)), `{}`)
+		var c, rc store.Claim
+		return map[string]func(){
+			"1 Claim": func() {
+				c = mustClaim(ctx, t, st, "run", e, time.Hour)
+				rc = mustClaim(ctx, t, st, "run", r, time.Hour)
+			},
+			"2 Renew": func() { _, err := st.Renew(ctx, c, time.Hour); require.NoError(t, err) },
+			"3 Complete": func() {
+				_, err := st.Complete(ctx, c, success("x"))
+				require.NoError(t, err)
+			},
+			"4 Release": func() { require.NoError(t, st.Release(ctx, rc, "failed")) },
+			"5 Get":     func() { _, err := st.Get(ctx, "run", e.Key); require.NoError(t, err) },
+			"6 GetMany": func() {
+				_, err := st.GetMany(ctx, "run", []keyhash.Sum{e.Key, p.Key})
+				require.NoError(t, err)
+			},
+			"7 Put": func() {
+				_, _, err := st.Put(ctx, "run", p, success("x"), store.WriteOptions{})
+				require.NoError(t, err)
+			},
+			"8 RemoveExpired": func() { _, err := st.RemoveExpired(ctx, 100); require.NoError(t, err) },
+		}
+	}
+	run := func(i int, count bool) {
+		m := ops(i)
+		for _, name := range []string{"1 Claim", "2 Renew", "3 Complete", "4 Release", "5 Get", "6 GetMany", "7 Put", "8 RemoveExpired"} {
+			q, p := counter.queries.Load(), counter.prepares.Load()
+			m[name]()
+			if !count {
+				continue
+			}
+			want := int64(1)
+			if name == "1 Claim" {
+				want = 2 // two claims in this step
+			}
+			require.Equal(t, want, counter.queries.Load()-q, name)
+			require.Zero(t, counter.prepares.Load()-p, "%s: prepared once per connection", name)
+		}
+	}
+	run(0, false) // prepares every statement on the connection
+	run(1, true)
+}

@@ -1,0 +1,128 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// A waiter in another process is woken by the holder's Complete through
+// NOTIFY, long before its (hour-long) poll interval would look again.
+func TestWaiterIsWokenByNotify(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	noPolling := &pgstore.Config{PollInterval: time.Hour}
+	holder := openStore(t, pool, schema, noPolling)
+	waiter := openStore(t, newPool(t, nil), schema, noPolling)
+	e := entry("id", `{}`)
+	c := mustClaim(ctx, t, holder, "run", e, time.Hour)
+
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait(ctx, "run", e.Key, c.Token) }()
+	requireBlocked(t, done)
+	_, err := holder.Complete(ctx, c, success("done"))
+	require.NoError(t, err)
+	require.NoError(t, within(t, 10*time.Second, done))
+
+	res, err := waiter.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.Completed, res.State)
+
+	// A Wait on another key of the same scope is not woken by it.
+	other := entry("other", `{}`)
+	oc := mustClaim(ctx, t, holder, "run", other, time.Hour)
+	e2 := entry("third", `{}`)
+	c2 := mustClaim(ctx, t, holder, "run", e2, time.Hour)
+	done = make(chan error, 1)
+	go func() { done <- waiter.Wait(ctx, "run", other.Key, oc.Token) }()
+	requireBlocked(t, done)
+	require.NoError(t, holder.Release(ctx, c2, "failed"))
+	requireBlocked(t, done)
+	require.NoError(t, holder.Release(ctx, oc, "failed"))
+	require.NoError(t, within(t, 10*time.Second, done))
+}
+
+// When a change comes without a notification (here: written by hand, as if
+// the notification were lost), the waiter sees it by polling.
+func TestWaitFallsBackToPolling(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, &pgstore.Config{PollInterval: 100 * time.Millisecond})
+	e := entry("id", `{}`)
+	c := mustClaim(ctx, t, st, "run", e, time.Hour)
+
+	done := make(chan error, 1)
+	go func() { done <- st.Wait(ctx, "run", e.Key, c.Token) }()
+	requireBlocked(t, done)
+	_, err := pool.Exec(ctx, "DELETE FROM "+pgx.Identifier{schema, "idem_records"}.Sanitize()+" WHERE key = $1", e.Key[:])
+	require.NoError(t, err)
+	require.NoError(t, within(t, 10*time.Second, done))
+}
+
+// The listener reconnects when its connection is killed, and wakes every
+// waiter so that none sleeps through a notification sent meanwhile; later
+// notifications are heard again.
+func TestWaiterIsWokenAfterListenerReconnects(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, &pgstore.Config{PollInterval: time.Hour})
+	e := entry("id", `{}`)
+	c := mustClaim(ctx, t, st, "run", e, time.Hour)
+
+	done := make(chan error, 1)
+	go func() { done <- st.Wait(ctx, "run", e.Key, c.Token) }()
+	requireBlocked(t, done)
+	killListeners(ctx, t, pool, schema)
+	require.NoError(t, within(t, 20*time.Second, done), "woken by the reconnect")
+
+	// Heard again after the reconnect.
+	go func() { done <- st.Wait(ctx, "run", e.Key, c.Token) }()
+	requireBlocked(t, done)
+	_, err := st.Complete(ctx, c, success("done"))
+	require.NoError(t, err)
+	require.NoError(t, within(t, 10*time.Second, done))
+}
+
+// killListeners ends the sessions listening on the store's channel.
+func killListeners(ctx context.Context, t *testing.T, pool interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) {
+	t.Helper()
+	var n int
+	// pg_stat_activity shows the last query of a session: its LISTEN.
+	err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = $1`, "LISTEN "+pgx.Identifier{"idemstore_" + schema}.Sanitize()).Scan(&n)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "one listener connection per store")
+}
+
+// Close wakes a Wait in progress with store.ErrClosed and later calls fail
+// with it.
+func TestCloseWakesWaitersWithErrClosed(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	holder := openStore(t, pool, schema, nil)
+	st, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema, PollInterval: time.Hour})
+	require.NoError(t, err)
+	e := entry("id", `{}`)
+	c := mustClaim(ctx, t, holder, "run", e, time.Hour)
+
+	done := make(chan error, 1)
+	go func() { done <- st.Wait(ctx, "run", e.Key, c.Token) }()
+	requireBlocked(t, done)
+	st.Close()
+	require.ErrorIs(t, within(t, 10*time.Second, done), store.ErrClosed)
+	_, err = st.Get(ctx, "run", e.Key)
+	require.ErrorIs(t, err, store.ErrClosed)
+	st.Close() // idempotent
+}

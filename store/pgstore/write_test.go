@@ -1,0 +1,137 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// A caller that gives up (its context cancelled) after the tool ran cannot
+// lose the outcome: Complete and Release still write.
+func TestCompleteSurvivesCallerCancellation(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, nil)
+	done, failed := entry("done", `{}`), entry("failed", `{}`)
+	c := mustClaim(ctx, t, st, "run", done, time.Hour)
+	f := mustClaim(ctx, t, st, "run", failed, time.Hour)
+
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	rec, err := st.Complete(gone, c, success("sent"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("sent"), rec.Outcome.Result)
+	require.NoError(t, st.Release(gone, f, "failed"))
+
+	got, err := st.Get(ctx, "run", done.Key)
+	require.NoError(t, err)
+	require.Equal(t, []byte("sent"), got.Outcome.Result)
+	res, err := st.Claim(ctx, "run", failed, time.Hour, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State, "the released claim is gone")
+}
+
+// An outcome over MaxResultBytes is refused before anything is written: Put
+// leaves no record and no scope row, Complete leaves the claim as it was.
+func TestOversizedOutcomeLeavesNoRow(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, &pgstore.Config{Limits: store.Limits{MaxResultBytes: 1024}})
+	tooBig := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, 1025)}
+	e := entry("id", `{}`)
+
+	_, _, err := st.Put(ctx, "run", e, tooBig, store.WriteOptions{})
+	var le *store.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "MaxResultBytes", le.Limit)
+	require.Equal(t, 1025, le.Value)
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_scopes"))
+
+	c := mustClaim(ctx, t, st, "run", e, time.Hour)
+	_, err = st.Complete(ctx, c, tooBig)
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	var status int
+	var result []byte
+	err = pool.QueryRow(ctx, "SELECT status, result FROM "+pgx.Identifier{schema, "idem_records"}.Sanitize()).Scan(&status, &result)
+	require.NoError(t, err)
+	require.Equal(t, int(store.StatusPending), status)
+	require.Nil(t, result)
+
+	fits := bytes.Repeat([]byte{0xff}, 1024)
+	rec, err := st.Complete(ctx, c, store.Outcome{Kind: store.KindSuccess, Result: fits})
+	require.NoError(t, err, "the refused Complete left the claim intact")
+	require.Equal(t, fits, rec.Outcome.Result)
+}
+
+// CompleteTx stores the outcome in the caller's transaction: the tool's own
+// write and the record commit together, or roll back together (the claim
+// then stays held, and can still be completed).
+func TestCompleteTxCommitsWithCallerWrite(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	mail := pgx.Identifier{schema, "sent_mail"}.Sanitize()
+	_, err := pool.Exec(ctx, "CREATE TABLE "+mail+" (id text PRIMARY KEY)")
+	require.NoError(t, err)
+	sent := func(id string) bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+mail+" WHERE id = $1", id).Scan(&n))
+		return n == 1
+	}
+
+	// Commit: both or, before the commit, neither.
+	e := entry("commit", `{}`)
+	c := mustClaim(ctx, t, st, "run", e, time.Hour)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "INSERT INTO "+mail+" VALUES ('commit')")
+	require.NoError(t, err)
+	rec, err := st.CompleteTx(ctx, tx, c, success("mail commit sent"))
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	_, err = st.Get(ctx, "run", e.Key)
+	require.ErrorIs(t, err, store.ErrNotFound, "not visible before the commit")
+	require.False(t, sent("commit"))
+	require.NoError(t, tx.Commit(ctx))
+	got, err := st.Get(ctx, "run", e.Key)
+	require.NoError(t, err)
+	require.Equal(t, []byte("mail commit sent"), got.Outcome.Result)
+	require.True(t, sent("commit"))
+
+	// Rollback: neither, and the claim is still held.
+	e = entry("rollback", `{}`)
+	c = mustClaim(ctx, t, st, "run", e, time.Hour)
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "INSERT INTO "+mail+" VALUES ('rollback')")
+	require.NoError(t, err)
+	_, err = st.CompleteTx(ctx, tx, c, success("mail rollback sent"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	_, err = st.Get(ctx, "run", e.Key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.False(t, sent("rollback"))
+	res, err := st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.InFlight, res.State)
+	require.Equal(t, c.Token, res.Record.Token)
+	_, err = st.Complete(ctx, c, success("later"))
+	require.NoError(t, err)
+
+	// A stale token inside a transaction is refused like anywhere else.
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = st.CompleteTx(ctx, tx, c, success("again"))
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+}
