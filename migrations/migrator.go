@@ -205,3 +205,6 @@ func Up(ctx context.Context, databaseURL, schema string) error {
 	_, err = m.Up(ctx)
 	return errors.Join(err, m.Close())
 }
+
+// Sources lists the migrations in FS in version order.
+func (m *Migrator) Sources() []*goose.Source { return m.provider.ListSources() }
