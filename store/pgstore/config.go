@@ -1,20 +1,20 @@
 package pgstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
 
+	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/store"
 )
 
 // Defaults of Config fields left zero.
 const (
 	// DefaultSchema is the PostgreSQL schema holding the store's tables.
-	DefaultSchema = "idemstore"
+	DefaultSchema = migrations.DefaultSchema
 	// DefaultPollInterval is how often a waiter re-reads the record when no
 	// notification arrives: the fallback for a lost listener connection.
 	DefaultPollInterval = time.Second
@@ -29,18 +29,14 @@ const (
 // long scope fail inside the database instead of being refused up front.
 const MaxScopeBytesLimit = 2048
 
-// schemaPattern is what a schema name may look like: a plain lower-case SQL
-// identifier of at most 63 bytes (PostgreSQL's NAMEDATALEN - 1). The name is
-// also quoted wherever it is used; the pattern keeps it readable and free of
-// anything a quote could be confused by.
-var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 // Config tunes a Store. A nil *Config, and every zero field, means the
 // defaults.
 type Config struct {
 	// Schema is the PostgreSQL schema holding the store's tables, migrated
-	// by cmd/migrate. It must match ^[a-z_][a-z0-9_]{0,62}$ and not start
-	// with pg_ (reserved by PostgreSQL). Defaults to DefaultSchema.
+	// by cmd/migrate. It must pass migrations.ValidateSchema (a plain
+	// lower-case identifier, migrations.SchemaPattern, not starting with
+	// pg_); it is also quoted wherever SQL names it. Defaults to
+	// DefaultSchema.
 	Schema string
 	// DefaultScopeTTL is the expiry given to a scope when a write starts it
 	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
@@ -104,12 +100,16 @@ func (c *Config) withDefaults() Config {
 // Negative values are rejected rather than read as defaults: a negative
 // value is a mistake, not a request for the default.
 func (c *Config) validate() error {
+	if err := migrations.ValidateSchema(c.Schema); err != nil {
+		problem := err.Error()
+		var ie *store.InputError
+		if errors.As(err, &ie) {
+			problem = ie.Problem
+		}
+		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q: %s", c.Schema, problem)}
+	}
 	l := c.Limits
 	switch {
-	case !schemaPattern.MatchString(c.Schema):
-		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q is not a plain lower-case identifier (^[a-z_][a-z0-9_]{0,62}$)", c.Schema)}
-	case strings.HasPrefix(c.Schema, "pg_"):
-		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q: the pg_ prefix is reserved by PostgreSQL", c.Schema)}
 	case c.DefaultScopeTTL < 0:
 		return &ConfigError{Field: "DefaultScopeTTL", Problem: "negative"}
 	case c.PollInterval < 0:

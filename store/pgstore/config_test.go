@@ -12,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -62,14 +64,14 @@ func TestSchemaNameInjectionIsRejected(t *testing.T) {
 func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	pool, empty := newEmptySchema(t)
+	pool, empty := pgtest.NewEmptySchema(t)
 	for _, schema := range []string{empty, "no_such_schema_anywhere"} {
 		_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
 		require.ErrorIs(t, err, store.ErrSchemaNotMigrated, schema)
 		var se *store.SchemaError
 		require.ErrorAs(t, err, &se)
 		require.Equal(t, schema, se.Schema)
-		require.EqualValues(t, pgstore.SchemaVersion, se.Want)
+		require.Equal(t, migrations.Latest(), se.Want)
 		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+schema+" up", se.Command)
 	}
 

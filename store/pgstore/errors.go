@@ -35,12 +35,7 @@ func (s *Store) translate(op string, err error) error {
 			"3F000": // invalid_schema_name
 			// The schema is missing or older than this build: the
 			// tables or columns a statement names do not exist.
-			return &store.SchemaError{
-				Schema:  s.schema,
-				Have:    0,
-				Want:    SchemaVersion,
-				Command: MigrateCommand(s.schema),
-			}
+			return s.schemaError()
 		}
 		switch pgErr.Code[:2] {
 		case "22": // data_exception: a value the database refused

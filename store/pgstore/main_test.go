@@ -1,11 +1,13 @@
 package pgstore_test
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/idemstore/idemstore/internal/pgtest"
 )
 
-// TestMain fails the run if a test leaves a goroutine behind: every Store's
-// listener and every Cleaner must stop when closed.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain provides the test database (TEST_DATABASE_URL or a container) and
+// fails the run if a test leaves a goroutine behind: every Store's listener
+// and every Cleaner must stop when closed.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -2,43 +2,32 @@ package pgstore
 
 import (
 	"context"
-	"strings"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/store"
 )
-
-// SchemaVersion is the migration version (migrations/000NN_*.sql) this build
-// of the store needs.
-const SchemaVersion = 1
 
 // MigrateCommand is the command that brings schema up to date; it is named
 // in every *store.SchemaError.
 func MigrateCommand(schema string) string {
-	return "go run github.com/idemstore/idemstore/cmd/migrate -schema " + schema + " up"
+	return fmt.Sprintf(migrations.MigrateCommand, schema)
 }
 
-// schemaObjectsSQL finds the objects of migration 1 in the schema ($1, $2,
-// $3 are the quoted, schema-qualified names).
-const schemaObjectsSQL = `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL`
-
-// checkSchema refuses a schema that does not hold this build's tables, with
-// the command that creates them.
+// checkSchema refuses a schema whose migration version (in the goose version
+// table of package migrations) is behind this build, with the command that
+// migrates it.
 func (s *Store) checkSchema(ctx context.Context, q querier) error {
-	qualified := func(name string) string {
-		return pgx.Identifier{s.schema, name}.Sanitize()
-	}
-	var ok bool
-	err := q.QueryRow(ctx, schemaObjectsSQL,
-		qualified("idem_scopes"), qualified("idem_records"), qualified("idem_token_seq")).Scan(&ok)
-	if err != nil {
-		return s.translate("schema check", err)
-	}
-	if !ok {
-		return &store.SchemaError{Schema: s.schema, Have: 0, Want: SchemaVersion, Command: MigrateCommand(s.schema)}
-	}
-	return nil
+	return migrations.Check(ctx, q, s.schema)
+}
+
+// schemaError is what a statement failing on a missing table or column
+// means: the schema is not (or no longer) migrated. The applied version is
+// not known at that point; Have is 0.
+func (s *Store) schemaError() error {
+	return &store.SchemaError{Schema: s.schema, Have: 0, Want: migrations.Latest(), Command: MigrateCommand(s.schema)}
 }
 
 // quoteIdent quotes a validated identifier for SQL.
@@ -55,5 +44,5 @@ func channelName(schema string) string {
 	if len(name) > 63 {
 		name = name[:63]
 	}
-	return strings.ToLower(name)
+	return name
 }
