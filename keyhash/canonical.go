@@ -67,9 +67,10 @@ type frame struct {
 
 // member is one `"key":value` of an open object.
 type member struct {
-	keyStart, keyEnd int // the unescaped key, in keys
-	outStart, outEnd int // the canonical `"key":value`, in out
-	inOffset         int // offset in the input of the key's opening quote
+	keyStart, keyEnd int    // the unescaped key, in keys
+	outStart, outEnd int    // the canonical `"key":value`, in out
+	inOffset         int    // offset in the input of the key's opening quote
+	prefix           uint64 // keyPrefix of the key, for quick comparisons
 }
 
 // Parser states.
@@ -170,6 +171,7 @@ func (c *canonicalizer) run(in []byte, maxDepth int) error {
 				return err
 			}
 			m.keyEnd = len(c.keys)
+			m.prefix = keyPrefix(c.keys[m.keyStart:m.keyEnd])
 			c.members = append(c.members, m)
 			c.skipSpace()
 			if c.pos == len(in) {
@@ -207,6 +209,8 @@ func (c *canonicalizer) run(in []byte, maxDepth int) error {
 				if err := c.closeObject(f); err != nil {
 					return err
 				}
+				c.members = c.members[:f.firstMember]
+				c.keys = c.keys[:f.keysStart]
 				c.pos++
 				c.out = append(c.out, '}')
 				c.stack = c.stack[:len(c.stack)-1]

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // canon canonicalizes s under the default limits and requires success.
@@ -436,4 +437,21 @@ func TestArgumentsErrorsMatchTheSentinel(t *testing.T) {
 	require.False(t, errors.Is(err, ErrTooLarge))
 	require.EqualError(t, err, "idemstore: invalid arguments: unexpected end of input at byte 5")
 	require.EqualError(t, &ArgumentsError{Problem: "x", Offset: -1}, "idemstore: invalid arguments: x")
+}
+
+func TestKeyPrefixesOrderKeysAsTheirBytes(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := rapid.SampledFrom([]byte{0, 1, 'a', 'b', 0x7f, 0x80, 0xff})
+		a := rapid.SliceOfN(alphabet, 0, 12).Draw(t, "a")
+		b := rapid.SliceOfN(alphabet, 0, 12).Draw(t, "b")
+		c := &canonicalizer{keys: append(append([]byte(nil), a...), b...)}
+		ma := member{keyStart: 0, keyEnd: len(a), prefix: keyPrefix(a), inOffset: 1}
+		mb := member{keyStart: len(a), keyEnd: len(a) + len(b), prefix: keyPrefix(b), inOffset: 2}
+		want := bytes.Compare(a, b)
+		if want == 0 {
+			want = -1 // then the input position decides
+		}
+		require.Equal(t, want, c.compare(ma, mb))
+	})
 }

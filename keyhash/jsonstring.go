@@ -22,12 +22,12 @@ func (c *canonicalizer) parseString(key bool) error {
 		i := run
 		for i < len(in) {
 			b := in[i]
-			if b < utf8.RuneSelf {
-				if b < 0x20 || b == '"' || b == '\\' {
-					break
-				}
+			if plainASCII[b] {
 				i++
 				continue
+			}
+			if b < utf8.RuneSelf {
+				break
 			}
 			r, size := utf8.DecodeRune(in[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -62,6 +62,15 @@ func (c *canonicalizer) parseString(key bool) error {
 		}
 	}
 }
+
+// plainASCII marks the bytes a string can hold and its canonical form
+// writes unchanged: printable ASCII other than '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 // parseEscape reads the escape at c.pos (on its backslash) and returns the
 // character it stands for. A \u escape of a UTF-16 high surrogate must be

@@ -11,16 +11,14 @@ import (
 // commas, after the '{' at c.out[f.outStart]. It refuses duplicate keys and
 // rewrites the members in the order of their unescaped keys' UTF-8 bytes.
 // Objects whose keys already arrive in order (the common case for generated
-// arguments) are left as they are.
+// arguments) are left as they are. The caller drops the object's members
+// and keys afterwards.
 func (c *canonicalizer) closeObject(f frame) error {
 	ms := c.members[f.firstMember:]
-	defer func() {
-		c.members = c.members[:f.firstMember]
-		c.keys = c.keys[:f.keysStart]
-	}()
 	inOrder := true
 	for i := 1; i < len(ms); i++ {
-		if bytes.Compare(c.key(ms[i-1]), c.key(ms[i])) >= 0 {
+		a, b := ms[i-1], ms[i]
+		if a.prefix > b.prefix || a.prefix == b.prefix && bytes.Compare(c.key(a), c.key(b)) >= 0 {
 			inOrder = false
 			break
 		}
@@ -34,17 +32,15 @@ func (c *canonicalizer) closeObject(f frame) error {
 	// sort is deterministic.
 	if len(ms) <= 12 {
 		for i := 1; i < len(ms); i++ {
-			for j := i; j > 0 && c.memberLess(ms[j], ms[j-1]); j-- {
-				ms[j], ms[j-1] = ms[j-1], ms[j]
+			m := ms[i]
+			j := i
+			for ; j > 0 && c.compare(m, ms[j-1]) < 0; j-- {
+				ms[j] = ms[j-1]
 			}
+			ms[j] = m
 		}
 	} else {
-		slices.SortFunc(ms, func(a, b member) int {
-			if d := bytes.Compare(c.key(a), c.key(b)); d != 0 {
-				return d
-			}
-			return a.inOffset - b.inOffset
-		})
+		slices.SortFunc(ms, c.compare)
 	}
 
 	// Report the duplicate that comes first in the input.
@@ -73,11 +69,36 @@ func (c *canonicalizer) closeObject(f frame) error {
 
 func (c *canonicalizer) key(m member) []byte { return c.keys[m.keyStart:m.keyEnd] }
 
-func (c *canonicalizer) memberLess(a, b member) bool {
-	if d := bytes.Compare(c.key(a), c.key(b)); d != 0 {
-		return d < 0
+// compare orders members by key bytes, then by input position. The key
+// prefixes decide most comparisons without touching the keys: where they
+// differ, they differ as the keys do (see keyPrefix).
+func (c *canonicalizer) compare(a, b member) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
 	}
-	return a.inOffset < b.inOffset
+	if d := bytes.Compare(c.key(a), c.key(b)); d != 0 {
+		return d
+	}
+	return a.inOffset - b.inOffset
+}
+
+// keyPrefix packs the first 8 bytes of key big-endian, padded with zero
+// bytes. If two prefixes differ, the first differing byte is a real byte of
+// both keys (same order as the keys), or a padding zero against a non-zero
+// byte of a longer key that the shorter key is a prefix of (shorter first,
+// as bytes.Compare says). Equal prefixes say nothing.
+func keyPrefix(key []byte) uint64 {
+	var p uint64
+	for i := 0; i < 8; i++ {
+		p <<= 8
+		if i < len(key) {
+			p |= uint64(key[i])
+		}
+	}
+	return p
 }
 
 // shorten keeps error messages about huge keys readable.
