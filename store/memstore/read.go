@@ -67,32 +67,50 @@ func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Su
 			return nil, err
 		}
 	}
-	found := make(map[keyhash.Sum]store.Record, len(keys))
 	sh := s.shardFor(scopeName)
 	now := s.clock.Now()
-	var hits uint64
+	// Records are gathered in a slice first: a map of Records (too large to
+	// be held inline) allocates per insert, so it is filled once at the end.
+	recs := make([]store.Record, 0, len(keys))
 	sh.mu.RLock()
 	if sc := sh.scopes[scopeName]; sc != nil && sc.live(now) {
 		for _, k := range keys {
 			if e := sc.records[k]; e != nil && e.rec.Status == store.StatusCompleted {
 				rec := e.rec
 				rec.ExpiresAt = sc.expiresAt
-				found[k] = rec
-				hits++
+				recs = append(recs, rec)
 			}
 		}
-		if hits > 0 {
+		if len(recs) > 0 {
 			sc.touch(now)
 		}
 	}
 	sh.mu.RUnlock()
+	hits := uint64(len(recs))
 	sh.stats.hits.Add(hits)
 	sh.stats.misses.Add(uint64(len(keys)) - hits)
 	if !s.share {
-		for k, rec := range found {
-			rec.Outcome.Result = cloneResult(rec.Outcome.Result)
-			found[k] = rec
-		}
+		copyResults(recs)
+	}
+	found := make(map[keyhash.Sum]store.Record, len(recs))
+	for _, rec := range recs {
+		found[rec.Key] = rec
 	}
 	return found, nil
+}
+
+// copyResults gives every record its own copy of its result, all carved
+// from one allocation; each copy's capacity is cut to its length, so an
+// append to one can never write into the next.
+func copyResults(recs []store.Record) {
+	total := 0
+	for _, r := range recs {
+		total += len(r.Outcome.Result)
+	}
+	buf := make([]byte, total)
+	for i := range recs {
+		n := copy(buf, recs[i].Outcome.Result)
+		recs[i].Outcome.Result = buf[:n:n]
+		buf = buf[n:]
+	}
 }
