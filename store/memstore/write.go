@@ -101,6 +101,10 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 
 // Claim returns the completed record, grants a claim (a new one, or a
 // takeover of an expired lease), or reports another caller's live claim.
+// A scope that has expired forgets its run: a claim abandoned in it (lease
+// ended) goes with the scope, so the next Claim there is a fresh one
+// (TakenOver false), like every other call of the new run. A live claim
+// survives its scope's expiry and still blocks other callers.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := ctxDone(ctx); err != nil {
 		return store.ClaimResult{}, err
