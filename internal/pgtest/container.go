@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver the readiness check uses
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -160,7 +162,8 @@ func (c *Container) terminate() error {
 	return testcontainers.TerminateContainer(c.ctr, testcontainers.StopTimeout(stopTimeout))
 }
 
-// startContainer starts a PostgreSQL container from Image() and waits until
+// startContainer starts a PostgreSQL container (see probeDocker for which
+// image) and waits until
 // it answers queries. logger receives testcontainers' progress lines. With
 // pin, the server's host port is chosen up front and kept across restarts
 // (on a local Docker engine), so a pool made before a restart reconnects to
@@ -169,14 +172,14 @@ func startContainer(ctx context.Context, logger tclog.Logger, pin bool) (*Contai
 	defaultHostOverride()
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if err := dockerHealthy(ctx, logger); err != nil {
+	img, err := probeDocker(ctx, logger)
+	if err != nil {
 		return nil, err
 	}
 	binding, err := portBinding(pin)
 	if err != nil {
 		return nil, err
 	}
-	img := Image()
 	ctr, err := tcpostgres.Run(ctx, img,
 		testcontainers.WithLogger(logger),
 		tcpostgres.WithUsername(containerUser),
@@ -264,9 +267,12 @@ func imageHint(img string) string {
 	return fmt.Sprintf(" (where images cannot be pulled, build %s with docker/postgres/build.sh and set %s=%s)", LocalImage, EnvImage, LocalImage)
 }
 
-// dockerHealthy asks the Docker engine for its info. testcontainers panics
-// in some set-ups without Docker; that is reported as no Docker too.
-func dockerHealthy(ctx context.Context, logger tclog.Logger) (err error) {
+// probeDocker asks the Docker engine for its info and picks the image to
+// start: IDEMSTORE_TEST_PG_IMAGE when set, else LocalImage when the engine
+// already has it (so a machine that cannot pull never tries to), else
+// DefaultImage. testcontainers panics in some set-ups without Docker; that
+// is reported as no Docker too.
+func probeDocker(ctx context.Context, logger tclog.Logger) (img string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &noDockerError{err: fmt.Errorf("%v", r)}
@@ -274,13 +280,20 @@ func dockerHealthy(ctx context.Context, logger tclog.Logger) (err error) {
 	}()
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(logger))
 	if err != nil {
-		return &noDockerError{err: err}
+		return "", &noDockerError{err: err}
 	}
 	defer p.Close()
-	if err := p.Health(ctx); err != nil {
-		return &noDockerError{err: err}
+	cli := p.Client()
+	if _, err := cli.Info(ctx, client.InfoOptions{}); err != nil {
+		return "", &noDockerError{err: err}
 	}
-	return nil
+	if img = os.Getenv(EnvImage); img != "" {
+		return img, nil
+	}
+	if _, err := cli.ImageInspect(ctx, LocalImage); err == nil {
+		return LocalImage, nil
+	}
+	return DefaultImage, nil
 }
 
 // unavailable skips t when the reason is a missing Docker engine and CI is

@@ -6,10 +6,11 @@
 //   - TEST_DATABASE_URL, when set, is used as is (any PostgreSQL 15+ the
 //     tests may create and drop schemas in);
 //   - otherwise a container is started with testcontainers-go (once per test
-//     binary) from the image IDEMSTORE_TEST_PG_IMAGE, which Defaults to
-//     DefaultImage. Where no image can be pulled, build the local one with
-//     `make pg-image` (docker/postgres/build.sh) and set
-//     IDEMSTORE_TEST_PG_IMAGE=idemstore-postgres:15;
+//     binary) from the image IDEMSTORE_TEST_PG_IMAGE. Unset, it Defaults to
+//     LocalImage (idemstore-postgres:15) when Docker has that image, else to
+//     DefaultImage (the official postgres:15-alpine). Where no image can be
+//     pulled, build the local one with `make pg-image`
+//     (docker/postgres/build.sh);
 //   - with neither Docker nor TEST_DATABASE_URL the test is skipped with a
 //     message, except when the CI environment variable is set: there a
 //     missing database fails the test, so CI can never pass by skipping.

@@ -17,21 +17,15 @@ const (
 	EnvCI = "CI"
 )
 
-// DefaultImage is the image started when EnvImage is unset: the official
-// PostgreSQL 15 image, for machines whose Docker can pull it.
+// DefaultImage is the image started when EnvImage is unset and Docker does
+// not have LocalImage: the official PostgreSQL 15 image, for machines whose
+// Docker can pull it.
 const DefaultImage = "postgres:15-alpine"
 
 // LocalImage is the image docker/postgres/build.sh builds from Debian
-// packages, for machines (and CI) that cannot pull images.
+// packages, for machines (and CI) that cannot pull images. When EnvImage is
+// unset and Docker has this image, it is preferred over DefaultImage.
 const LocalImage = "idemstore-postgres:15"
-
-// Image returns the PostgreSQL image pgtest starts.
-func Image() string {
-	if img := os.Getenv(EnvImage); img != "" {
-		return img
-	}
-	return DefaultImage
-}
 
 // inCI reports whether a missing database must fail tests instead of
 // skipping them.
