@@ -97,6 +97,11 @@ func (c *canonicalizer) release() {
 // run canonicalizes in into c.out.
 func (c *canonicalizer) run(in []byte, maxDepth int) error {
 	c.in, c.pos = in, 0
+	if cap(c.out) < len(in) {
+		// The canonical form is about as long as the input; one allocation
+		// here saves the doublings of a large input.
+		c.out = make([]byte, 0, len(in)+len(in)/8)
+	}
 	c.skipSpace()
 	if c.pos == len(in) {
 		c.out = append(c.out, "{}"...)

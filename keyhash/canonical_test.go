@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -207,6 +208,9 @@ func TestDuplicateKeysAreRejected(t *testing.T) {
 	at := b.Len()
 	b.WriteString(`"m":1}`)
 	requireArgumentsError(t, b.String(), at, `duplicate object key "m"`)
+	// A huge duplicate key is shortened in the message.
+	long := strings.Repeat("k", 1000)
+	requireArgumentsError(t, `{"`+long+`":1,"`+long+`":2}`, 1006, `duplicate object key "`+long[:64]+`..."`)
 	// Equal keys in different objects, and keys differing in case, are fine.
 	require.Equal(t, `{"A":1,"a":{"a":1}}`, canon(t, `{"a":{"a":1},"A":1}`))
 }
@@ -454,4 +458,19 @@ func TestKeyPrefixesOrderKeysAsTheirBytes(t *testing.T) {
 		}
 		require.Equal(t, want, c.compare(ma, mb))
 	})
+}
+
+func TestWordScanFindsEverySpecialByte(t *testing.T) {
+	t.Parallel()
+	// hasSpecialByte must agree with plainASCII for every byte at every
+	// position of a word, whatever the other bytes are.
+	for pos := 0; pos < 8; pos++ {
+		for b := 0; b < 256; b++ {
+			for _, fill := range []byte{'a', ' ', '~', 0x7f, '!', '#', '[', ']'} {
+				w := bytes.Repeat([]byte{fill}, 8)
+				w[pos] = byte(b)
+				require.Equal(t, !plainASCII[b], hasSpecialByte(binary.LittleEndian.Uint64(w)), "byte 0x%02x at %d among %q", b, pos, fill)
+			}
+		}
+	}
 }

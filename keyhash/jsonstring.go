@@ -1,6 +1,9 @@
 package keyhash
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // parseString reads the string starting at c.pos (on its opening quote) and
 // writes its canonical spelling to c.out: every escape decoded, then only
@@ -20,13 +23,14 @@ func (c *canonicalizer) parseString(key bool) error {
 		// than '"' and '\\', and well-formed multi-byte UTF-8.
 		run := c.pos
 		i := run
-		for i < len(in) {
-			b := in[i]
-			if plainASCII[b] {
-				i++
-				continue
+		for {
+			for i+8 <= len(in) && !hasSpecialByte(binary.LittleEndian.Uint64(in[i:])) {
+				i += 8
 			}
-			if b < utf8.RuneSelf {
+			for i < len(in) && plainASCII[in[i]] {
+				i++
+			}
+			if i == len(in) || in[i] < utf8.RuneSelf {
 				break
 			}
 			r, size := utf8.DecodeRune(in[i:])
@@ -71,6 +75,20 @@ var plainASCII = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// hasSpecialByte reports whether any of the 8 bytes in w is not plain ASCII:
+// below 0x20, '"', '\\', or 0x80 and above. It uses the classic exact
+// "has a zero byte" and "has a byte less than n" word tricks, so runs of
+// plain text are scanned a word at a time.
+func hasSpecialByte(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less20 := (w - 0x20*ones) &^ w
+	quote := w ^ '"'*ones
+	quote = (quote - ones) &^ quote
+	backslash := w ^ '\\'*ones
+	backslash = (backslash - ones) &^ backslash
+	return (w|less20|quote|backslash)&highs != 0
+}
 
 // parseEscape reads the escape at c.pos (on its backslash) and returns the
 // character it stands for. A \u escape of a UTF-16 high surrogate must be

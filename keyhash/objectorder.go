@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 )
@@ -34,7 +35,7 @@ func (c *canonicalizer) closeObject(f frame) error {
 		for i := 1; i < len(ms); i++ {
 			m := ms[i]
 			j := i
-			for ; j > 0 && c.compare(m, ms[j-1]) < 0; j-- {
+			for ; j > 0 && c.less(&m, &ms[j-1]); j-- {
 				ms[j] = ms[j-1]
 			}
 			ms[j] = m
@@ -85,20 +86,23 @@ func (c *canonicalizer) compare(a, b member) int {
 	return a.inOffset - b.inOffset
 }
 
+// less is compare(a, b) < 0, cheap enough to inline where prefixes differ.
+func (c *canonicalizer) less(a, b *member) bool {
+	if a.prefix != b.prefix {
+		return a.prefix < b.prefix
+	}
+	return c.compare(*a, *b) < 0
+}
+
 // keyPrefix packs the first 8 bytes of key big-endian, padded with zero
 // bytes. If two prefixes differ, the first differing byte is a real byte of
 // both keys (same order as the keys), or a padding zero against a non-zero
 // byte of a longer key that the shorter key is a prefix of (shorter first,
 // as bytes.Compare says). Equal prefixes say nothing.
 func keyPrefix(key []byte) uint64 {
-	var p uint64
-	for i := 0; i < 8; i++ {
-		p <<= 8
-		if i < len(key) {
-			p |= uint64(key[i])
-		}
-	}
-	return p
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // shorten keeps error messages about huge keys readable.
