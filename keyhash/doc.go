@@ -2,9 +2,10 @@
 // fingerprints.
 //
 // Keys are stored durably, so the recipe never changes once released: the
-// golden vectors in testdata/golden.json pin every byte of it. A future recipe
-// gets a new version label (and its own golden file) and the old one keeps
-// working for stored records. This page says enough to reimplement the recipe
+// golden vectors in testdata/golden.json pin every byte of it (TestGoldenVectors;
+// its -update flag may add vectors but refuses to change or drop one). A
+// future recipe gets a new version label (and its own golden file) and the old
+// one keeps working for stored records. This page says enough to reimplement the recipe
 // in another language and get the same bytes.
 //
 // # Recipe version
@@ -73,7 +74,8 @@
 // Every refused input gives an *ArgumentsError (errors.Is ErrInvalidArguments)
 // with the byte offset of the problem, or a *LimitError (errors.Is
 // ErrTooLarge). The canonical form is itself valid JSON and canonicalizes to
-// itself.
+// itself. It is made to be hashed, not shown: show or log the arguments as
+// the model sent them (10 is canonically "1e1").
 //
 // # Hashes
 //
