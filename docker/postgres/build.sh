@@ -35,8 +35,14 @@ if [ "$(id -u)" != 0 ]; then
 	sudo=(sudo)
 fi
 
+# step prints what comes next and how long the previous step took.
+step_start=$SECONDS
+step() {
+	echo "[$((SECONDS - step_start))s] $*"
+}
+
 if ! command -v mmdebstrap >/dev/null 2>&1; then
-	echo "installing mmdebstrap"
+	step "installing mmdebstrap (apt-get update, install)"
 	"${sudo[@]}" apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
 fi
@@ -46,7 +52,7 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/idemstore-pg.XXXXXX")"
 trap '"${sudo[@]}" rm -rf "$work"' EXIT
 
-echo "building the $suite root filesystem with postgresql-15"
+step "building the $suite root filesystem with postgresql-15 (mmdebstrap)"
 # The Debian package creates a cluster "main" on install; the entrypoint
 # makes its own in PGDATA, so that one is dropped. Docs and man pages only
 # make the image bigger.
@@ -60,6 +66,6 @@ echo "building the $suite root filesystem with postgresql-15"
 
 cp "$here/Dockerfile" "$here/entrypoint.sh" "$work/"
 chmod +x "$work/entrypoint.sh"
-echo "building $image"
+step "building $image (docker build)"
 docker build --quiet --tag "$image" "$work"
-echo "built $image"
+step "built $image"
