@@ -43,9 +43,10 @@ func URL(t testing.TB) string {
 }
 
 // Main runs the tests of a package, terminates the shared container if one
-// was started, then checks that no goroutine leaked (goleak; opts add to the
-// ignores, which cover the goroutines of the standard library's HTTP client
-// that the Docker client may leave idle). It returns the exit code:
+// was started, then checks that no goroutine leaked (goleak.Find with opts).
+// testcontainers leaves no goroutine behind once its containers are
+// terminated and its clients closed, so no ignore is needed for it. It
+// returns the exit code:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func Main(m *testing.M, opts ...goleak.Option) int {
@@ -59,16 +60,10 @@ func Main(m *testing.M, opts ...goleak.Option) int {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(append(leakIgnores(), opts...)...); err != nil {
+		if err := goleak.Find(opts...); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: goroutines leaked: %v\n", err)
 			code = 1
 		}
 	}
 	return code
-}
-
-// leakIgnores lists goroutines that outlive the tests through no fault of
-// theirs.
-func leakIgnores() []goleak.Option {
-	return nil
 }
