@@ -35,20 +35,24 @@ func TestBadInputIsRejectedBeforeTheStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			bothModes(t, func(t *testing.T, mode Mode) {
-				b := setup(t, &Config{Mode: mode})
+				b := setup(t, nil)
+				counting := &countingStore{Store: b.st}
+				exec := b.newExec(t, b.tool, &Config{Mode: mode})
+				exec.st = counting
 				ctx := context.Background()
 				before := b.st.Stats()
 
-				res, err := b.exec.Execute(ctx, tc.call)
+				res, err := exec.Execute(ctx, tc.call)
 				require.ErrorIs(t, err, tc.want)
 				require.Equal(t, Result{}, res)
 
-				probes, err := b.exec.Probe(ctx, []Call{tc.call})
+				probes, err := exec.Probe(ctx, []Call{tc.call})
 				require.NoError(t, err)
 				require.ErrorIs(t, probes[0].Err, tc.want)
 
 				require.Zero(t, b.tool.runs.Load(), "the tool never ran")
-				require.Equal(t, before, b.st.Stats(), "the store was never asked")
+				require.Zero(t, counting.calls(), "the store was never asked")
+				require.Equal(t, before, b.st.Stats(), "nothing was stored")
 			})
 		})
 	}

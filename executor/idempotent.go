@@ -121,11 +121,6 @@ func (e *Idempotent) entry(call Call) (store.Entry, error) {
 	if err := lim.CheckTool(call.Tool); err != nil {
 		return store.Entry{}, err
 	}
-	if containsNUL(call.Tool) {
-		// The stores refuse it too (PostgreSQL text cannot hold NUL); refuse
-		// it here so the call never reaches them.
-		return store.Entry{}, &store.InputError{Field: "tool", Problem: "contains a NUL byte"}
-	}
 	if call.InvocationID != "" {
 		if err := lim.CheckInvocationID(call.InvocationID); err != nil {
 			return store.Entry{}, err
@@ -194,13 +189,4 @@ func (e *Idempotent) callInfo(key keyhash.Sum, attempt int, takenOver bool) Call
 		Attempt:       attempt,
 		TakenOver:     takenOver,
 	}
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -32,8 +32,10 @@ func TestLeaseIsRenewedWhileToolRuns(t *testing.T) {
 	}
 
 	// Another process finds the call in flight: no takeover, no second run.
-	other := b.newExec(t, b.tool, &Config{MaxWait: 20 * time.Millisecond})
+	otherTool := &countingTool{}
+	other := b.newExec(t, otherTool, &Config{MaxWait: 20 * time.Millisecond})
 	_, err := other.Execute(ctx, c)
+	require.Zero(t, otherTool.runs.Load(), "the claim was taken over")
 	require.ErrorIs(t, err, store.ErrInFlight)
 	var inFlight *store.InFlightError
 	require.ErrorAs(t, err, &inFlight)
@@ -48,6 +50,7 @@ func TestLeaseIsRenewedWhileToolRuns(t *testing.T) {
 	again, err := other.Execute(ctx, c)
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
+	require.Zero(t, otherTool.runs.Load())
 }
 
 // TestRenewalStopsWhenCallEnds is not parallel: it checks that no goroutine

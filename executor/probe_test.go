@@ -12,10 +12,24 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// countingStore counts the lookups that reach the store.
+// countingStore counts the calls that reach the store.
 type countingStore struct {
 	store.Store
-	gets, getManys atomic.Int64
+	gets, getManys, claims, puts atomic.Int64
+}
+
+func (c *countingStore) calls() int64 {
+	return c.gets.Load() + c.getManys.Load() + c.claims.Load() + c.puts.Load()
+}
+
+func (c *countingStore) Claim(ctx context.Context, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
+	c.claims.Add(1)
+	return c.Store.Claim(ctx, scope, e, lease, opts)
+}
+
+func (c *countingStore) Put(ctx context.Context, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
+	c.puts.Add(1)
+	return c.Store.Put(ctx, scope, e, out, opts)
 }
 
 func (c *countingStore) Get(ctx context.Context, scope string, key keyhash.Sum) (store.Record, error) {
