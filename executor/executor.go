@@ -1,6 +1,23 @@
 // Package executor runs tool calls. Its Idempotent executor wraps any
 // Executor with a store and a scope, so that a call asked for again in the
 // same run replays its stored outcome instead of running the tool twice.
+//
+// A call's key comes from its invocation id when it has one, otherwise from
+// its tool name and canonical arguments (package keyhash). Only successes
+// are stored, and permanent failures under Config.StorePermanentFailures; a
+// replay returns the stored bytes with Result.Replayed set.
+//
+// In ModeExclusive (the default) the key is claimed in one atomic store
+// step: identical concurrent callers wait for the outcome and replay it, a
+// long call keeps its lease alive by renewal, a failed call releases its
+// claim, and a claim whose holder died is taken over after asking the tool
+// (Reconciler) whether the side effect already happened. In
+// ModeProbeThenStore the store is probed and the outcome stored afterwards,
+// without that atomicity. Inside a call the tool finds a stable downstream
+// idempotency key in its context (DownstreamKey).
+//
+// Prober lets an agent runtime learn, before reporting anything, which of a
+// turn's calls will be replayed.
 package executor
 
 import (
