@@ -2,7 +2,7 @@
 # Builds idemstore's PostgreSQL test image from Debian packages, because the
 # machines that test idemstore (and CI) cannot pull any image.
 #
-#   docker/postgres/build.sh           build unless the tag already exists
+#   docker/postgres/build.sh           build unless the tag exists from this recipe
 #   docker/postgres/build.sh --force   rebuild
 #
 # Env: IDEMSTORE_TEST_PG_IMAGE (Defaults to idemstore-postgres:15) names the
@@ -25,8 +25,12 @@ case "${1:-}" in
 	;;
 esac
 
-if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
-	echo "$image exists; skipping (use --force to rebuild)"
+# The image is labelled with a hash of its recipe, so an image built from an
+# older Dockerfile or entrypoint (machines are reused) is rebuilt.
+recipe="$(cat "$here/Dockerfile" "$here/entrypoint.sh" | sha256sum | cut -c1-16)"
+have="$(docker image inspect --format '{{ index .Config.Labels "idemstore.recipe" }}' "$image" 2>/dev/null || true)"
+if [ "$force" = 0 ] && [ "$have" = "$recipe" ]; then
+	echo "$image is up to date (recipe $recipe); skipping (use --force to rebuild)"
 	exit 0
 fi
 
@@ -67,5 +71,5 @@ step "building the $suite root filesystem with postgresql-15 (mmdebstrap)"
 cp "$here/Dockerfile" "$here/entrypoint.sh" "$work/"
 chmod +x "$work/entrypoint.sh"
 step "building $image (docker build)"
-docker build --quiet --tag "$image" "$work"
+docker build --quiet --label "idemstore.recipe=$recipe" --tag "$image" "$work"
 step "built $image"
