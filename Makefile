@@ -1,0 +1,55 @@
+# idemstore — run `make` (or `make help`) to list the targets.
+
+SHELL := /bin/bash
+GO    ?= go
+
+# testcontainers-go settings for machines where no image can be pulled and the
+# reaper (ryuk) cannot run: tests terminate their own containers, and reach
+# them through published ports on localhost.
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+export TESTCONTAINERS_HOST_OVERRIDE ?= localhost
+# The PostgreSQL image the integration tests start; `make pg-image` builds it
+# from Debian packages. Set it to an official image (postgres:15) where Docker
+# can pull.
+export IDEMSTORE_TEST_PG_IMAGE ?= idemstore-postgres:15
+
+FUZZTIME ?= 30s
+BENCHTIME ?= 2s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## Run the demo on the in-memory store (DEMO_FLAGS="-scenario clean" for others).
+	$(GO) run ./cmd/demo $(DEMO_FLAGS)
+
+.PHONY: test
+test: pg-image-if-needed ## Run every test with the race detector (PostgreSQL via testcontainers, or TEST_DATABASE_URL).
+	$(GO) test -race -count=1 ./...
+
+.PHONY: bench
+bench: pg-image-if-needed ## Run the benchmarks (in-memory, keyhash, executor, PostgreSQL side by side with raw pgx).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+.PHONY: fuzz
+fuzz: ## Fuzz the key recipe for FUZZTIME (default 30s).
+	$(GO) test ./keyhash -run '^$$' -fuzz FuzzCanonicalize -fuzztime $(FUZZTIME)
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+.PHONY: pg-image
+pg-image: ## Build the local PostgreSQL 15 image from Debian packages (no registry needed).
+	bash docker/postgres/build.sh
+
+# The image is only needed when the tests start PostgreSQL themselves.
+.PHONY: pg-image-if-needed
+pg-image-if-needed:
+	@if [ -z "$$TEST_DATABASE_URL" ] && [ "$$IDEMSTORE_TEST_PG_IMAGE" = "idemstore-postgres:15" ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
+		bash docker/postgres/build.sh; fi
