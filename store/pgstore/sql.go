@@ -107,7 +107,8 @@ const claimSQL = `WITH ` + scopeCTEs + `, existing AS (
 		attempts     = CASE WHEN {dead} THEN 1 WHEN {lapsed} THEN r.attempts + 1 ELSE r.attempts END,
 		created_at   = CASE WHEN {dead}             THEN now()                 ELSE r.created_at   END,
 		updated_at   = CASE WHEN {dead} OR {lapsed} THEN now()                 ELSE r.updated_at   END,
-		expires_at   = CASE WHEN {dead} OR {lapsed} THEN excluded.expires_at   ELSE r.expires_at   END
+		expires_at   = CASE WHEN {dead} OR {lapsed} THEN excluded.expires_at   ELSE r.expires_at   END,
+		watched      = CASE WHEN {dead} OR {lapsed} THEN false                 ELSE r.watched      END
 	RETURNING ` + recordColumns + `
 )
 SELECT g.token = (SELECT token FROM new_token) AS won, g.*
@@ -155,7 +156,8 @@ const putSQL = `WITH ` + scopeCTEs + `, existing AS (
 		status = excluded.status, tool = excluded.tool, fingerprint = excluded.fingerprint,
 		outcome_kind = excluded.outcome_kind, encoding = excluded.encoding, result = excluded.result,
 		token = excluded.token, lease_until = excluded.lease_until, attempts = excluded.attempts,
-		created_at = excluded.created_at, updated_at = excluded.updated_at, expires_at = excluded.expires_at
+		created_at = excluded.created_at, updated_at = excluded.updated_at, expires_at = excluded.expires_at,
+		watched = false
 	WHERE ` + deadRowSQL + `
 	RETURNING ` + recordColumns + `
 )
@@ -163,11 +165,16 @@ SELECT true AS stored, s.* FROM stored s
 UNION ALL
 SELECT false, e.* FROM existing e`
 
-// completeSQL stores the outcome of a claim whose token is current and wakes
-// the waiters of the key (pg_notify is delivered when the statement's
-// transaction commits, so a waiter never sees a notification before the
-// record). The record takes the scope's current expiry, so a claim that
-// outlived its scope's expiry and restart is completed into the live scope.
+// completeSQL stores the outcome of a claim whose token is current. The
+// record takes the scope's current expiry, so a claim that outlived its
+// scope's expiry and restart is completed into the live scope.
+//
+// When a waiter marked the record (watched), it also sends the key's
+// notification, delivered when the statement's transaction commits, so a
+// waiter never hears of a change before it can see it. Unwatched records
+// send none: a transaction that notifies holds a database-wide lock through
+// its commit, which would serialise every completion. The final SELECT
+// counts the notified rows only to make PostgreSQL run that CTE.
 //
 // Parameters: $1 scope, $2 key, $3 token, $4 outcome kind, $5 encoding,
 // $6 result, $7 channel, $8 notification payload.
@@ -180,19 +187,26 @@ const completeSQL = `WITH done AS (
 			 WHERE sc.scope = $1 AND sc.expires_at > statement_timestamp()),
 			r.expires_at)
 	WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1
-	RETURNING ` + recordColumns + `
+	RETURNING ` + recordColumns + `, watched
+), notified AS (
+	SELECT pg_notify($7, $8) FROM done WHERE watched
 )
-SELECT d.* FROM done d CROSS JOIN LATERAL (SELECT pg_notify($7, $8)) AS n`
+SELECT ` + recordColumns + ` FROM done
+WHERE (SELECT count(*) FROM notified) >= 0`
 
-// releaseSQL removes a claim whose token is current and wakes its waiters.
+// releaseSQL removes a claim whose token is current and, if it was watched,
+// wakes its waiters (see completeSQL).
 //
 // Parameters: $1 scope, $2 key, $3 token, $4 channel, $5 payload.
 const releaseSQL = `WITH gone AS (
 	DELETE FROM {schema}.idem_records
 	WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1
-	RETURNING 1
+	RETURNING watched
+), notified AS (
+	SELECT pg_notify($4, $5) FROM gone WHERE watched
 )
-SELECT 1 FROM gone CROSS JOIN LATERAL (SELECT pg_notify($4, $5)) AS n`
+SELECT 1 FROM gone
+WHERE (SELECT count(*) FROM notified) >= 0`
 
 // renewSQL extends the lease of a claim whose token is current.
 //
@@ -202,14 +216,26 @@ SET lease_until = now() + $4::bigint * interval '1 microsecond', updated_at = no
 WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1
 RETURNING lease_until, attempts`
 
-// waitCheckSQL tells a waiter whether the claim it waits for is still live
-// and for how long its lease runs. No row means the record is gone.
+// watchSQL is a waiter's first look at the claim it waits for: while the
+// claim is live, it marks the record watched (so that Complete and Release
+// will notify) and returns how long the lease runs, in µs. No row means
+// there is nothing to wait for: the record is gone, completed, taken over or
+// its lease ended. The row lock orders it with Complete and Release: either
+// the mark comes first and they notify, or they come first and the mark
+// finds nothing.
 //
 // Parameters: $1 scope, $2 key, $3 token.
-const waitCheckSQL = `SELECT status = 1 AND token = $3 AND lease_until > now(),
-	COALESCE(GREATEST(0, EXTRACT(EPOCH FROM lease_until - now()) * 1000000), 0)::bigint
+const watchSQL = `UPDATE {schema}.idem_records SET watched = true
+WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1 AND lease_until > now()
+RETURNING GREATEST(0, EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint`
+
+// waitCheckSQL is a waiter's later look (polling): the same question as
+// watchSQL, without writing.
+//
+// Parameters: $1 scope, $2 key, $3 token.
+const waitCheckSQL = `SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint
 FROM {schema}.idem_records
-WHERE scope = $1 AND key = $2`
+WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1 AND lease_until > now()`
 
 // extendScopeSQL (first statement of ExtendScope's transaction) sets the
 // expiry of a live scope, or of an expired one that still has a live claim
@@ -280,9 +306,9 @@ SELECT count(*) FROM removed`
 
 // statements holds the SQL of one store, with its schema filled in.
 type statements struct {
-	get, getMany, claim, put, complete, release, renew, waitCheck  string
-	extendScope, extendRecords, deleteScopeRow, deleteScopeRecords string
-	removeExpired                                                  string
+	get, getMany, claim, put, complete, release, renew, watch, waitCheck string
+	extendScope, extendRecords, deleteScopeRow, deleteScopeRecords       string
+	removeExpired                                                        string
 }
 
 // newStatements fills quotedSchema (already validated and quoted with
@@ -310,6 +336,7 @@ func newStatements(quotedSchema string) statements {
 		complete:           fill(completeSQL),
 		release:            fill(releaseSQL),
 		renew:              fill(renewSQL),
+		watch:              fill(watchSQL),
 		waitCheck:          fill(waitCheckSQL),
 		extendScope:        fill(extendScopeSQL),
 		extendRecords:      fill(extendRecordsSQL),

@@ -159,19 +159,18 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 			lease.Stop()
 		}
 	}()
-	for {
-		var (
-			held     bool
-			leftUsec int64
-		)
-		err := s.pool.QueryRow(ctx, s.sql.waitCheck, scope, key[:], token).Scan(&held, &leftUsec)
+	for look := 0; ; look++ {
+		sql := s.sql.waitCheck
+		if look == 0 {
+			sql = s.sql.watch
+		}
+		var leftUsec int64
+		err := s.pool.QueryRow(ctx, sql, scope, key[:], token).Scan(&leftUsec)
 		switch {
 		case isNoRows(err):
-			return nil // the record is gone
+			return nil // nothing (any more) to wait for
 		case err != nil:
 			return s.translate("wait", err)
-		case !held:
-			return nil
 		}
 		// The lease's end comes from the database's clock as a duration;
 		// the local timer only schedules the next look.

@@ -126,3 +126,36 @@ func TestCloseWakesWaitersWithErrClosed(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrClosed)
 	st.Close() // idempotent
 }
+
+// Completions nobody waits for send no notification (a notifying commit
+// holds a database-wide lock, which would serialise all completions); a
+// watched one does. Notifications arrive in commit order, so the first one
+// heard after both completions must be the watched key's.
+func TestOnlyWatchedCompletionsNotify(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, &pgstore.Config{PollInterval: time.Hour})
+	conn, err := pgx.Connect(ctx, pool.Config().ConnString())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{"idemstore_" + schema}.Sanitize())
+	require.NoError(t, err)
+
+	quiet, watched := entry("quiet", `{}`), entry("watched", `{}`)
+	qc := mustClaim(ctx, t, st, "run", quiet, time.Hour)
+	wc := mustClaim(ctx, t, st, "run", watched, time.Hour)
+	_, err = st.Complete(ctx, qc, success("nobody waits"))
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() { done <- st.Wait(ctx, "run", watched.Key, wc.Token) }()
+	requireBlocked(t, done)
+	_, err = st.Complete(ctx, wc, success("awaited"))
+	require.NoError(t, err)
+	require.NoError(t, within(t, 10*time.Second, done))
+
+	n, err := conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "k"+watched.Key.String()+"run", n.Payload)
+}

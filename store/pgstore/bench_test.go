@@ -1,0 +1,366 @@
+package pgstore_test
+
+// Benchmarks of the store against the floor set by performance.md: the same
+// SQL sent straight through pgx, measured side by side in one run on one
+// database. Each "store" sub-benchmark reports x_raw, its time per operation
+// divided by that of the "raw" sub-benchmark run just before it (1.00 = no
+// cost over the floor).
+//
+//	make bench   # or: go test -run '^$' -bench . -benchtime 2s ./store/pgstore/
+//
+// IDEMSTORE_BENCH_1E6=1 adds the replay benchmark with 10^6 stored records
+// (seeding takes about a minute and 1.3 GB of disk).
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// benchClients are the concurrent callers of every benchmark.
+var benchClients = []int{1, 8}
+
+// benchResultBytes is the size of a stored result, as in performance.md.
+const benchResultBytes = 1024
+
+// benchEnv is one schema seeded for a benchmark, with a store and the pool
+// the raw statements go through.
+type benchEnv struct {
+	pool   *pgxpool.Pool
+	schema string
+	st     *pgstore.Store
+	n      int // seeded records, keys benchKey(0..n-1) in scope "bench"
+}
+
+func newBenchEnv(b *testing.B, records int) *benchEnv {
+	b.Helper()
+	_, schema := newSchema(b)
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 16 })
+	env := &benchEnv{pool: pool, schema: schema, n: records}
+	env.st = openStore(b, pool, schema, nil)
+	env.seed(b, "bench", 0, records, "1 day")
+	return env
+}
+
+// benchKey is the key (and fingerprint) of seeded record i, the same as the
+// database computes in seed.
+func benchKey(i int) keyhash.Sum { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+
+func (e *benchEnv) table(name string) string { return pgx.Identifier{e.schema, name}.Sanitize() }
+
+// seed inserts completed records from..to-1 of scope, expiring after ttl
+// (an interval; negative for already expired), in one statement per 100,000.
+func (e *benchEnv) seed(b *testing.B, scope string, from, to int, ttl string) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := e.pool.Exec(ctx, "INSERT INTO "+e.table("idem_scopes")+
+		" VALUES ($1, now() + $2::interval) ON CONFLICT (scope) DO UPDATE SET expires_at = excluded.expires_at", scope, ttl)
+	require.NoError(b, err)
+	for lo := from; lo < to; lo += 100_000 {
+		hi := min(lo+100_000, to)
+		_, err := e.pool.Exec(ctx, `INSERT INTO `+e.table("idem_records")+`
+			(scope, key, status, tool, fingerprint, outcome_kind, encoding, result,
+			 token, lease_until, attempts, created_at, updated_at, expires_at)
+			SELECT $1, sha256(i::text::bytea), 2, 'bench_tool', sha256(i::text::bytea), 1, 1,
+			       decode(repeat(lpad(to_hex(i % 256), 2, '0'), $4), 'hex'),
+			       0, NULL, 0, now(), now(), now() + $5::interval
+			FROM generate_series($2::int, $3::int - 1) AS i`,
+			scope, lo, hi, benchResultBytes, ttl)
+		require.NoError(b, err)
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE "+e.table("idem_records"))
+	require.NoError(b, err)
+}
+
+// runClients runs op b.N times in all, spread over clients goroutines; op
+// gets the operation's number. The first error fails the benchmark.
+func runClients(b *testing.B, clients int, op func(i int) error) {
+	b.Helper()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	b.ResetTimer()
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				if err := op(i); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	require.NoError(b, firstErr)
+}
+
+// pair runs a raw and a store sub-benchmark for each client count and makes
+// the store one report its ratio to the raw one.
+func pair(b *testing.B, raw, st func(b *testing.B, clients int)) {
+	for _, clients := range benchClients {
+		var rawPerOp float64
+		b.Run(fmt.Sprintf("raw/%d", clients), func(b *testing.B) {
+			raw(b, clients)
+			rawPerOp = float64(b.Elapsed()) / float64(b.N)
+		})
+		b.Run(fmt.Sprintf("store/%d", clients), func(b *testing.B) {
+			st(b, clients)
+			if rawPerOp > 0 {
+				b.ReportMetric(float64(b.Elapsed())/float64(b.N)/rawPerOp, "x_raw")
+			}
+		})
+	}
+}
+
+// The hit path: a stored outcome replayed, one primary-key probe.
+func BenchmarkReplay(b *testing.B) {
+	env := newBenchEnv(b, 10_000)
+	benchReplay(b, env)
+}
+
+// The hit path as the table grows: 10^4 and (opt-in) 10^6 stored records.
+func BenchmarkReplayAtSize(b *testing.B) {
+	sizes := []int{10_000}
+	if os.Getenv("IDEMSTORE_BENCH_1E6") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			benchReplay(b, newBenchEnv(b, n))
+		})
+	}
+}
+
+func benchReplay(b *testing.B, env *benchEnv) {
+	ctx := context.Background()
+	rawSQL := "SELECT status, tool, fingerprint, outcome_kind, encoding, result, token, lease_until, attempts, created_at, updated_at, expires_at FROM " +
+		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
+	pair(b,
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				k := benchKey(i % env.n)
+				var (
+					status, kind, enc int16
+					tool              string
+					fp, result        []byte
+					token             int64
+					lease             *time.Time
+					attempts          int32
+					c, u, x           time.Time
+				)
+				return env.pool.QueryRow(ctx, rawSQL, "bench", k[:]).Scan(&status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x)
+			})
+		},
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				_, err := env.st.Get(ctx, "bench", benchKey(i%env.n))
+				return err
+			})
+		})
+}
+
+// The probe of a turn's calls: 8 keys looked up at once.
+func BenchmarkGetMany(b *testing.B) {
+	ctx := context.Background()
+	env := newBenchEnv(b, 10_000)
+	const perCall = 8
+	keys := func(i int) []keyhash.Sum {
+		ks := make([]keyhash.Sum, perCall)
+		for j := range ks {
+			ks[j] = benchKey((i*perCall + j) % env.n)
+		}
+		return ks
+	}
+	rawSQL := "SELECT key, status, tool, fingerprint, outcome_kind, encoding, result, token, lease_until, attempts, created_at, updated_at, expires_at FROM " +
+		env.table("idem_records") + " WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 AND expires_at > now()"
+	pair(b,
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				args := make([][]byte, perCall)
+				for j, k := range keys(i) {
+					args[j] = slices.Clone(k[:])
+				}
+				rows, err := env.pool.Query(ctx, rawSQL, "bench", args)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				var (
+					key, fp, result   []byte
+					status, kind, enc int16
+					tool              string
+					token             int64
+					lease             *time.Time
+					attempts          int32
+					c, u, x           time.Time
+				)
+				n := 0
+				for rows.Next() {
+					if err := rows.Scan(&key, &status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x); err != nil {
+						return err
+					}
+					n++
+				}
+				if n != perCall {
+					return fmt.Errorf("raw GetMany found %d of %d", n, perCall)
+				}
+				return rows.Err()
+			})
+		},
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				found, err := env.st.GetMany(ctx, "bench", keys(i))
+				if err == nil && len(found) != perCall {
+					err = fmt.Errorf("GetMany found %d of %d", len(found), perCall)
+				}
+				return err
+			})
+		})
+}
+
+// The miss path in exclusive mode: claim, then complete with a 1 KiB
+// outcome (two statements), against the two plain statements that do the
+// same writes: insert a pending row, then store its result.
+func BenchmarkExclusiveMiss(b *testing.B) {
+	ctx := context.Background()
+	env := newBenchEnv(b, 0)
+	result := make([]byte, benchResultBytes)
+	var round atomic.Int64 // every sub-benchmark run gets fresh keys
+	insertSQL := `INSERT INTO ` + env.table("idem_records") + `
+		(scope, key, status, tool, fingerprint, token, lease_until, attempts, created_at, updated_at, expires_at)
+		VALUES ($1, $2, 1, 'bench_tool', $2, $3, now() + interval '1 minute', 1, now(), now(), now() + interval '1 day')
+		ON CONFLICT DO NOTHING`
+	completeSQL := `UPDATE ` + env.table("idem_records") + `
+		SET status = 2, outcome_kind = 1, encoding = 1, result = $4, updated_at = now()
+		WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1`
+	key := func(r int64, i int) keyhash.Sum { return sha256.Sum256([]byte(fmt.Sprintf("miss-%d-%d", r, i))) }
+	pair(b,
+		func(b *testing.B, clients int) {
+			r := round.Add(1)
+			runClients(b, clients, func(i int) error {
+				k := key(r, i)
+				token := int64(i + 1)
+				if _, err := env.pool.Exec(ctx, insertSQL, "bench", k[:], token); err != nil {
+					return err
+				}
+				_, err := env.pool.Exec(ctx, completeSQL, "bench", k[:], token, result)
+				return err
+			})
+		},
+		func(b *testing.B, clients int) {
+			r := round.Add(1)
+			runClients(b, clients, func(i int) error {
+				k := key(r, i)
+				res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
+				if err != nil {
+					return err
+				}
+				if res.State != store.Claimed {
+					return fmt.Errorf("claim state %d", res.State)
+				}
+				_, err = env.st.Complete(ctx, res.Claim, store.Outcome{Kind: store.KindSuccess, Result: result})
+				return err
+			})
+		})
+}
+
+// Cleanup throughput (rows/s) while replays continue, with the replay
+// latency (p50, p99) measured during the cleanup and, for comparison,
+// without it. One operation removes 100,000 expired records in batches of
+// DefaultCleanBatchSize.
+func BenchmarkCleanupWhileReplaying(b *testing.B) {
+	ctx := context.Background()
+	env := newBenchEnv(b, 10_000)
+	const expired = 100_000
+	cl, err := pgstore.NewCleaner(env.st, pgstore.CleanerConfig{})
+	require.NoError(b, err)
+
+	// replay measures Get latencies until stop is closed.
+	type latencies struct {
+		d   []time.Duration
+		err error
+	}
+	replay := func(stop <-chan struct{}) latencies {
+		var lat latencies
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return lat
+			default:
+			}
+			start := time.Now()
+			if _, lat.err = env.st.Get(ctx, "bench", benchKey(i%env.n)); lat.err != nil {
+				return lat
+			}
+			lat.d = append(lat.d, time.Since(start))
+		}
+	}
+	stop := make(chan struct{})
+	time.AfterFunc(time.Second, func() { close(stop) })
+	quiet := replay(stop)
+	require.NoError(b, quiet.err)
+
+	var (
+		removed  int
+		cleaning time.Duration
+		during   []time.Duration
+	)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		env.seed(b, "expired", 0, expired, "-1 second")
+		b.StartTimer()
+		stop := make(chan struct{})
+		got := make(chan latencies)
+		go func() { got <- replay(stop) }()
+		start := time.Now()
+		n, err := cl.RunOnce(ctx)
+		cleaning += time.Since(start)
+		close(stop)
+		lat := <-got
+		require.NoError(b, lat.err)
+		require.NoError(b, err)
+		during = append(during, lat.d...)
+		require.Equal(b, expired, n)
+		removed += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(removed)/cleaning.Seconds(), "rows/s")
+	b.ReportMetric(percentile(during, 50), "replay_p50_µs")
+	b.ReportMetric(percentile(during, 99), "replay_p99_µs")
+	b.ReportMetric(percentile(quiet.d, 50), "quiet_p50_µs")
+	b.ReportMetric(percentile(quiet.d, 99), "quiet_p99_µs")
+}
+
+// percentile returns the p-th percentile of d in microseconds.
+func percentile(d []time.Duration, p int) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, len(s)*p/100)]) / float64(time.Microsecond)
+}
