@@ -51,7 +51,7 @@ func TestCleanerStopsCleanly(t *testing.T) {
 	cl.Stop()
 	require.Equal(t, []int{10, 10, 5}, batches)
 	require.Equal(t, 1, countRows(ctx, t, pool, schema, "idem_records"))
-	require.Equal(t, 1, countRows(ctx, t, pool, schema, "idem_scopes"), "the emptied expired scope row went too")
+	require.Equal(t, 1, countRows(ctx, t, pool, schema, "idem_scopes"), "the expired scope row went too")
 	_, err = st.Get(ctx, "live", live.Key)
 	require.NoError(t, err)
 

@@ -70,8 +70,8 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 }
 
 // RemoveExpired removes up to limit records of expired scopes, never a
-// pending record whose lease is live, and the expired scope rows left
-// empty; it returns how many records it removed. One statement whose row
+// pending record whose lease is live, and up to limit expired scope rows;
+// it returns how many records it removed. One statement whose row
 // locks are taken with SKIP LOCKED, so that several cleaners (goroutines or
 // processes) share the work without waiting for each other or for writers.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {

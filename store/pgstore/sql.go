@@ -240,17 +240,19 @@ WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1 AND lease_until > no
 // extendScopeSQL (first statement of ExtendScope's transaction) sets the
 // expiry of a live scope, or of an expired one that still has a live claim
 // (which carries over into the extended scope, as a write restarting the
-// scope would carry it). An expired scope without live claims is left alone:
-// it is not revived, and its next write starts it with that write's TTL. The
-// row lock makes writes into the scope wait, and waits for those in
-// progress, so the next statement sees every record. No row: nothing to do.
+// scope would carry it; its scope row may already be gone). An expired scope
+// without live claims is left alone: it is not revived, and its next write
+// starts it with that write's TTL. The row lock makes writes into the scope
+// wait, and waits for those in progress, so the next statement sees every
+// record. No row: nothing to do.
 //
 // Parameters: $1 scope, $2 TTL (µs).
-const extendScopeSQL = `UPDATE {schema}.idem_scopes
-SET expires_at = now() + $2::bigint * interval '1 microsecond'
-WHERE scope = $1 AND (expires_at > now() OR EXISTS (
-	SELECT FROM {schema}.idem_records r
-	WHERE r.scope = $1 AND r.status = 1 AND r.lease_until > now()))
+const extendScopeSQL = `INSERT INTO {schema}.idem_scopes AS sc (scope, expires_at)
+SELECT $1, now() + $2::bigint * interval '1 microsecond'
+WHERE EXISTS (SELECT FROM {schema}.idem_scopes WHERE scope = $1 AND expires_at > now())
+   OR EXISTS (SELECT FROM {schema}.idem_records r
+              WHERE r.scope = $1 AND r.status = 1 AND r.lease_until > now())
+ON CONFLICT (scope) DO UPDATE SET expires_at = excluded.expires_at
 RETURNING expires_at`
 
 // extendRecordsSQL (second statement) copies the new expiry into the
@@ -274,33 +276,35 @@ const deleteScopeRecordsSQL = `WITH gone AS (
 )
 SELECT (SELECT count(*) FROM gone) FROM (SELECT pg_notify($2, $3)) AS n`
 
-// removeExpiredSQL removes up to $1 dead records, and up to $1 expired scope
-// rows that have no record left but those this statement removes. FOR UPDATE SKIP LOCKED lets several
-// cleaners run at once without waiting for each other or for writers, and
-// the batch bound keeps every lock short.
+// removeExpiredSQL removes up to $1 dead records, and up to $1 expired
+// scope rows. A scope row matters only while the scope is live (it holds the
+// expiry new records copy): the records of an expired scope are dead or are
+// live claims that carry their own expiry, and a write into the scope starts
+// it anew whether or not its old row is still there. So scope rows go as
+// soon as they expire, without looking at the scope's records (which, just
+// after a batch deleted them, would mean walking their dead index entries).
+//
+// FOR UPDATE SKIP LOCKED lets several cleaners run at once without waiting
+// for each other or for writers, and the batch bound keeps every lock short.
+// The locked records are deleted by ctid (a TID scan: a row we hold locked
+// cannot move).
 const removeExpiredSQL = `WITH doomed AS (
-	SELECT scope, key FROM {schema}.idem_records
+	SELECT ctid FROM {schema}.idem_records
 	WHERE expires_at <= now() AND NOT (status = 1 AND lease_until > now())
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), removed AS (
-	DELETE FROM {schema}.idem_records r
-	USING doomed d
-	WHERE r.scope = d.scope AND r.key = d.key
+	DELETE FROM {schema}.idem_records
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
 	RETURNING 1
-), empty_scopes AS (
-	SELECT scope FROM {schema}.idem_scopes sc
-	WHERE sc.expires_at <= now()
-	  AND NOT EXISTS (
-		SELECT FROM {schema}.idem_records r
-		WHERE r.scope = sc.scope
-		  AND NOT EXISTS (SELECT FROM doomed d WHERE d.scope = r.scope AND d.key = r.key))
+), expired_scopes AS (
+	SELECT ctid FROM {schema}.idem_scopes
+	WHERE expires_at <= now()
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), removed_scopes AS (
-	DELETE FROM {schema}.idem_scopes sc
-	USING empty_scopes e
-	WHERE sc.scope = e.scope
+	DELETE FROM {schema}.idem_scopes
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM expired_scopes))
 )
 SELECT count(*) FROM removed`
 
