@@ -19,7 +19,7 @@ var benchCall = call("send_mail",
 // benchExec returns an executor whose store holds benchCall's 1 KiB outcome.
 func benchExec(b *testing.B, mode Mode, share bool) *Idempotent {
 	b.Helper()
-	st, err := memstore.New(&memstore.Config{ShareResults: share})
+	st, err := memstore.New(&memstore.Config{CopyResults: !share})
 	require.NoError(b, err)
 	out := []byte(strings.Repeat("r", 1024))
 	tool := ExecutorFunc(func(context.Context, Call) (Result, error) { return Result{Output: out}, nil })

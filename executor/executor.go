@@ -43,7 +43,8 @@ type Call struct {
 // Result is a tool call's outcome as the model sees it.
 type Result struct {
 	// Output is what is handed to the model: the tool's output, or a
-	// description of its failure.
+	// description of its failure. A replayed Output is read-only: it may
+	// share the store's bytes (see store.Outcome).
 	Output []byte
 	// Failed reports a failed call; by default failures are not stored.
 	Failed bool

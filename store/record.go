@@ -51,6 +51,11 @@ func (k Kind) String() string {
 }
 
 // Outcome is what is stored for a completed call.
+//
+// The Result of an Outcome returned by a store is read-only: a store may
+// hand out its stored bytes without copying (the in-memory store does, so a
+// replay does not allocate), and modifying them would change every later
+// replay. Stores copy a Result passed in, so a caller may reuse its buffer.
 type Outcome struct {
 	Kind   Kind
 	Result []byte // the tool's output, replayed byte for byte

@@ -20,7 +20,7 @@ const benchResult = 1 << 10
 // of them.
 func filledStore(b *testing.B, n int, share bool) (*memstore.Store, string, store.Entry) {
 	b.Helper()
-	s, err := memstore.New(&memstore.Config{MaxRecords: n + 1, MaxBytes: int64(n+1)*(memstore.RecordOverheadBytes+2*benchResult) + memstore.DefaultMaxBytes, ShareResults: share})
+	s, err := memstore.New(&memstore.Config{MaxRecords: n + 1, MaxBytes: int64(n+1)*(memstore.RecordOverheadBytes+2*benchResult) + memstore.DefaultMaxBytes, CopyResults: !share})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,8 +35,8 @@ func filledStore(b *testing.B, n int, share bool) (*memstore.Store, string, stor
 }
 
 // BenchmarkGetHit is the replay path: one lookup that finds a stored 1 KiB
-// outcome. "copy" is the default (the caller gets its own result); "shared"
-// is Config.ShareResults (no allocation).
+// outcome. "shared" is the default (no allocation); "copy" is
+// Config.CopyResults (the caller gets its own result).
 func BenchmarkGetHit(b *testing.B) {
 	for _, n := range []int{100, 100_000} {
 		for _, share := range []bool{false, true} {

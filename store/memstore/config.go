@@ -40,14 +40,14 @@ type Config struct {
 	// for at least one record of the largest accepted size. Defaults to
 	// DefaultMaxBytes.
 	MaxBytes int64
-	// ShareResults makes returned records share the stored result bytes
-	// instead of copying them, so Get and Claim on a hit do not allocate. The
-	// shared slice has its capacity cut to its length, so an append never
-	// writes into the store; but a caller that modifies its elements changes
-	// what every later replay returns, breaking byte-identical replay. Set it
-	// only when every reader treats results as read-only. Defaults to false:
-	// every returned result is the caller's own copy.
-	ShareResults bool
+	// CopyResults makes every returned record carry the caller's own copy
+	// of its result. By default returned records share the stored bytes, so
+	// a replay (Get, GetMany, Claim on a hit) does not allocate: the shared
+	// slice has its capacity cut to its length, so an append never writes
+	// into the store, but callers must treat Outcome.Result as read-only (see
+	// store.Outcome). Set CopyResults when a reader may modify results in
+	// place. Defaults to false.
+	CopyResults bool
 }
 
 // ConfigError reports a Config field that makes no sense.

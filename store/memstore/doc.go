@@ -22,10 +22,10 @@
 //
 // # Returned records
 //
-// Every Record the store returns is the caller's own: by default its
-// Outcome.Result is a fresh copy, so modifying it never changes what later
-// replays return. Config.ShareResults trades that for zero-allocation
-// lookups (see its doc comment).
+// A replay hands out the stored result bytes without copying them, so a
+// lookup does not allocate; like every store.Record, the result is
+// read-only (an append cannot reach the store: its capacity is cut to its
+// length). Config.CopyResults gives every caller its own copy instead.
 //
 // # Time
 //

@@ -62,7 +62,7 @@ type scope struct {
 }
 
 // entry is one record as stored. Its rec.Outcome.Result is never modified
-// after it is stored, so it may be read (and, with ShareResults, handed out)
+// after it is stored, so it may be read (and, unless CopyResults is set, handed out)
 // without the lock. rec.ExpiresAt is not kept here: the scope's is the truth.
 type entry struct {
 	rec  store.Record
@@ -87,7 +87,7 @@ func New(cfg *Config) (*Store, error) {
 		limits:     c.Limits.WithDefaults(),
 		maxRecords: int64(c.MaxRecords),
 		maxBytes:   c.MaxBytes,
-		share:      c.ShareResults,
+		share:      !c.CopyResults,
 		seed:       maphash.MakeSeed(),
 	}
 	for i := range s.shards {
@@ -237,3 +237,7 @@ func ctxDone(ctx context.Context) error {
 		return nil
 	}
 }
+
+// Limits returns the limits the store enforces, with defaults applied. The
+// idempotent executor checks a scope against them before it is used.
+func (s *Store) Limits() store.Limits { return s.limits }

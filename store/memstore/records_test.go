@@ -13,9 +13,9 @@ import (
 	"github.com/idemstore/idemstore/store/memstore"
 )
 
-func TestReturnedRecordsDoNotAliasTheStore(t *testing.T) {
+func TestCopiedRecordsDoNotAliasTheStore(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t, &memstore.Config{CopyResults: true})
 	ctx := context.Background()
 	e, c := entry("put"), entry("claim")
 	scribble := func(p []byte) {
@@ -57,7 +57,7 @@ func TestReturnedRecordsDoNotAliasTheStore(t *testing.T) {
 
 func TestSharedResultsCannotBeAppendedInto(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &memstore.Config{ShareResults: true})
+	b := setup(t, nil) // results are shared by default
 	ctx := context.Background()
 	e := entry("k")
 	_, _, err := b.store.Put(ctx, "run", e, success("stored"), store.WriteOptions{})
