@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
 )
 
 // CallInfo describes, inside a tool's Execute, the idempotent call being run.
@@ -20,6 +21,12 @@ type CallInfo struct {
 	// TakenOver is true when an earlier attempt's lease expired: its
 	// outcome is unknown, and the side effect may already have happened.
 	TakenOver bool
+	// Claim is the claim the call runs under (zero in ModeProbeThenStore).
+	// A tool whose side effect is a write to the same PostgreSQL database
+	// passes it to pgstore.Store.CompleteTx inside its own transaction, so
+	// that its write and the outcome commit together, and then returns a
+	// Result with Stored set.
+	Claim store.Claim
 }
 
 type callInfoKey struct{}

@@ -19,7 +19,7 @@ const maxCauseBytes = 1024
 // lease alive meanwhile; then store the outcome (Complete) or give the claim
 // up (Release).
 func (e *Idempotent) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error) {
-	info := e.callInfo(ent.Key, cr.Claim.Attempt, cr.TakenOver)
+	info := e.callInfo(ent.Key, cr.Claim, cr.TakenOver)
 	tctx := WithCallInfo(ctx, info)
 	if cr.TakenOver {
 		e.debug(ctx, "idemstore: took over an expired claim; the earlier outcome is unknown", ent,
@@ -70,6 +70,13 @@ func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim,
 	if err != nil {
 		e.release(ctx, ent, c, err.Error())
 		return res, err
+	}
+	if res.Stored {
+		// The tool committed its outcome with its own write (CallInfo.Claim).
+		// Had its transaction rolled back, the claim stays pending and
+		// expires, and the next caller runs the call: neither happened.
+		e.debug(ctx, "idemstore: outcome stored by the tool in its own transaction", ent)
+		return res, nil
 	}
 	out, ok := e.outcomeOf(res)
 	if !ok {

@@ -55,6 +55,12 @@ type Result struct {
 	// Replayed is set by the idempotent executor when Output came from the
 	// store instead of running the tool.
 	Replayed bool
+	// Stored is set by a tool that stored this outcome itself under
+	// CallInfo.Claim, in the same transaction as its own write
+	// (pgstore.Store.CompleteTx); the idempotent executor then does not
+	// store it again. A tool must set it only after that transaction
+	// committed.
+	Stored bool
 }
 
 // Executor runs tool calls. An error return is a failure that is not

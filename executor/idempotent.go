@@ -181,12 +181,13 @@ func (e *Idempotent) writeContext(ctx context.Context) (context.Context, context
 }
 
 // callInfo is what the tool finds in its context.
-func (e *Idempotent) callInfo(key keyhash.Sum, attempt int, takenOver bool) CallInfo {
+func (e *Idempotent) callInfo(key keyhash.Sum, c store.Claim, takenOver bool) CallInfo {
 	return CallInfo{
 		Scope:         e.scope,
 		Key:           key,
 		DownstreamKey: keyhash.DownstreamKey(e.scope, key),
-		Attempt:       attempt,
+		Attempt:       c.Attempt,
 		TakenOver:     takenOver,
+		Claim:         c,
 	}
 }

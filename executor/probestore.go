@@ -30,7 +30,7 @@ func (e *Idempotent) probeThenStore(ctx context.Context, call Call, ent store.En
 	e.debug(ctx, "idemstore: miss, running the tool", ent)
 
 	// No claim in this mode: Attempt 0, never taken over.
-	res, err := e.inner.Execute(WithCallInfo(ctx, e.callInfo(ent.Key, 0, false)), call)
+	res, err := e.inner.Execute(WithCallInfo(ctx, e.callInfo(ent.Key, store.Claim{}, false)), call)
 	if err != nil {
 		return res, err
 	}
