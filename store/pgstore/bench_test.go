@@ -188,6 +188,42 @@ func benchReplay(b *testing.B, env *benchEnv) {
 		})
 }
 
+// The hit path in exclusive mode: Claim on a completed record replays it,
+// reading only (no lock, no commit flush), against the same SELECT as
+// BenchmarkReplay's raw side.
+func BenchmarkClaimReplay(b *testing.B) {
+	ctx := context.Background()
+	env := newBenchEnv(b, 10_000)
+	rawSQL := "SELECT status, tool, fingerprint, outcome_kind, encoding, result, token, lease_until, attempts, created_at, updated_at, expires_at FROM " +
+		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
+	pair(b,
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				k := benchKey(i % env.n)
+				var (
+					status, kind, enc int16
+					tool              string
+					fp, result        []byte
+					token             int64
+					lease             *time.Time
+					attempts          int32
+					c, u, x           time.Time
+				)
+				return env.pool.QueryRow(ctx, rawSQL, "bench", k[:]).Scan(&status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x)
+			})
+		},
+		func(b *testing.B, clients int) {
+			runClients(b, clients, func(i int) error {
+				k := benchKey(i % env.n)
+				res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
+				if err == nil && res.State != store.Completed {
+					err = fmt.Errorf("claim state %d", res.State)
+				}
+				return err
+			})
+		})
+}
+
 // The probe of a turn's calls: 8 keys looked up at once.
 func BenchmarkGetMany(b *testing.B) {
 	ctx := context.Background()

@@ -32,22 +32,26 @@ const getManySQL = `SELECT key, ` + recordColumns + `
 FROM {schema}.idem_records
 WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 AND expires_at > now()`
 
-// scopeCTEs find the expiry a write into scope $1 must copy into its record.
+// scopeCTEs find the expiry a write into scope $1 must copy into its
+// record, and run only when the statement is going to write one (the
+// attempt CTE, defined by the statement, says so): a replay or an in-flight
+// answer reads no scope row, takes no lock and so needs no commit flush.
+//
 // A live scope is read, and locked FOR SHARE so that ExtendScope and
 // DeleteScope (which lock it exclusively first) wait for this write and then
 // see its record; the common path writes nothing to the scope row. A new or
 // expired scope is started with expiry now() + $ttl microseconds. When a
 // concurrent writer started the scope after this statement's snapshot, the
 // upsert's DO UPDATE sees that row and keeps its expiry, so scope_expiry
-// always holds exactly one row.
+// holds exactly one row whenever the statement writes.
 const scopeCTEs = `live_scope AS (
 	SELECT expires_at FROM {schema}.idem_scopes
-	WHERE scope = $1 AND expires_at > now()
+	WHERE scope = $1 AND expires_at > now() AND (SELECT go FROM attempt)
 	FOR SHARE
 ), started_scope AS (
 	INSERT INTO {schema}.idem_scopes AS sc (scope, expires_at)
 	SELECT $1, now() + {ttl}::bigint * interval '1 microsecond'
-	WHERE NOT EXISTS (SELECT FROM live_scope)
+	WHERE (SELECT go FROM attempt) AND NOT EXISTS (SELECT FROM live_scope)
 	ON CONFLICT (scope) DO UPDATE SET expires_at =
 		CASE WHEN sc.expires_at > now() THEN sc.expires_at ELSE excluded.expires_at END
 	RETURNING expires_at
@@ -65,8 +69,8 @@ const scopeCTEs = `live_scope AS (
 // It reads the key's row in the statement's snapshot (existing). When that
 // row decides the answer by itself (a live completed record, a live claim, a
 // fingerprint mismatch) nothing is written and the row is returned. Otherwise
-// (no row, a dead row, or a pending row of this call whose lease expired) it
-// tries to take the key with INSERT … ON CONFLICT DO UPDATE.
+// (no row, a dead row, or a pending row of this call whose lease expired:
+// attempt) it tries to take the key with INSERT … ON CONFLICT DO UPDATE.
 //
 // A row that another caller inserted or took over after the snapshot is
 // invisible to any plain SELECT of this statement, but ON CONFLICT sees and
@@ -77,11 +81,17 @@ const scopeCTEs = `live_scope AS (
 // winner's row. Whether this caller got the key is then "the returned token
 // is the one this statement drew". The decision Claimed / Completed /
 // InFlight / mismatch is thus always made from this one statement's result.
-const claimSQL = `WITH ` + scopeCTEs + `, existing AS (
+const claimSQL = `WITH existing AS (
 	SELECT ` + recordColumns + `
 	FROM {schema}.idem_records
 	WHERE scope = $1 AND key = $2
-), new_token AS MATERIALIZED (
+), attempt AS (
+	SELECT NOT EXISTS (
+		SELECT FROM existing e
+		WHERE NOT (
+			(e.expires_at <= now() AND NOT (e.status = 1 AND e.lease_until > now()))
+			OR (e.status = 1 AND e.lease_until <= now() AND e.fingerprint = $4))) AS go
+), ` + scopeCTEs + `, new_token AS MATERIALIZED (
 	SELECT nextval('{schema_literal}.idem_token_seq') AS token
 ), granted AS (
 	INSERT INTO {schema}.idem_records AS r
@@ -90,11 +100,7 @@ const claimSQL = `WITH ` + scopeCTEs + `, existing AS (
 	SELECT $1, $2, 1, $3, $4, (SELECT token FROM new_token),
 		now() + $5::bigint * interval '1 microsecond',
 		1, now(), now(), (SELECT expires_at FROM scope_expiry)
-	WHERE NOT EXISTS (
-		SELECT FROM existing e
-		WHERE NOT (
-			(e.expires_at <= now() AND NOT (e.status = 1 AND e.lease_until > now()))
-			OR (e.status = 1 AND e.lease_until <= now() AND e.fingerprint = $4)))
+	WHERE (SELECT go FROM attempt)
 	ON CONFLICT (scope, key) DO UPDATE SET
 		status       = CASE WHEN {dead} OR {lapsed} THEN excluded.status       ELSE r.status       END,
 		tool         = CASE WHEN {dead} OR {lapsed} THEN excluded.tool         ELSE r.tool         END,
@@ -140,18 +146,20 @@ const (
 // that row. Unlike claimSQL, Put cannot tell its own write from an identical
 // concurrent one by a token (Put records carry token 0), and the race needs
 // two first writes of one key within the same instant.
-const putSQL = `WITH ` + scopeCTEs + `, existing AS (
+const putSQL = `WITH existing AS (
 	SELECT ` + recordColumns + `
 	FROM {schema}.idem_records
 	WHERE scope = $1 AND key = $2
 	  AND (expires_at > now() OR (status = 1 AND lease_until > now()))
-), stored AS (
+), attempt AS (
+	SELECT NOT EXISTS (SELECT FROM existing) AS go
+), ` + scopeCTEs + `, stored AS (
 	INSERT INTO {schema}.idem_records AS r
 		(scope, key, status, tool, fingerprint, outcome_kind, encoding, result,
 		 token, lease_until, attempts, created_at, updated_at, expires_at)
 	SELECT $1, $2, 2, $3, $4, $5, $6, $7,
 		0, NULL, 0, now(), now(), (SELECT expires_at FROM scope_expiry)
-	WHERE NOT EXISTS (SELECT FROM existing)
+	WHERE (SELECT go FROM attempt)
 	ON CONFLICT (scope, key) DO UPDATE SET
 		status = excluded.status, tool = excluded.tool, fingerprint = excluded.fingerprint,
 		outcome_kind = excluded.outcome_kind, encoding = excluded.encoding, result = excluded.result,
