@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/idemstore/idemstore/store/pgstore"
 )
 
 // options are the demo's command-line settings.
@@ -15,8 +17,12 @@ type options struct {
 	executionID string
 	// scenario names the story to play (see scenarios).
 	scenario string
-	// A durable store's settings (for example -database-url) go here and
-	// are read by openStore in store.go.
+	// databaseURL, when set, makes the demo keep outcomes in PostgreSQL
+	// (store/pgstore) instead of memory, so a second run with the same
+	// execution id replays what the first one did.
+	databaseURL string
+	// schema is the PostgreSQL schema migrated by cmd/migrate.
+	schema string
 }
 
 // parseFlags reads the demo's flags. Errors (and -h) are written to stderr
@@ -29,6 +35,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"the run's execution id, which is the idempotency scope (default: a new random id \"demo-<hex>\" per run, "+
 			"so that a durable store starts clean; pass the same id twice to a durable store and the second run replays every call)")
 	fs.StringVar(&o.scenario, "scenario", "retry", "what to play: "+scenarioList())
+	fs.StringVar(&o.databaseURL, "database-url", "",
+		"keep outcomes in PostgreSQL at this URL (migrate it first: go run ./cmd/migrate -database-url URL up); "+
+			"default: the in-memory store")
+	fs.StringVar(&o.schema, "schema", pgstore.DefaultSchema, "the PostgreSQL schema, with -database-url")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}

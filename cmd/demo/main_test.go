@@ -4,15 +4,25 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/idemstore/idemstore/internal/pgtest"
+	"github.com/idemstore/idemstore/store/pgstore"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// A test that needs the demo as a separate OS process re-runs this
+	// binary with demoArgsEnv set: it then is the demo, not the tests.
+	if args, ok := os.LookupEnv(demoArgsEnv); ok {
+		os.Args = append(os.Args[:1], strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Main(m))
 }
 
 func runDemo(t *testing.T, scenario string) string {
@@ -72,7 +82,7 @@ func TestFlagsDefaultToRetryWithAFreshExecutionID(t *testing.T) {
 
 	c, err := parseFlags([]string{"-execution-id", "run-7", "-scenario", "clean"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, options{executionID: "run-7", scenario: "clean"}, c)
+	require.Equal(t, options{executionID: "run-7", scenario: "clean", schema: pgstore.DefaultSchema}, c)
 }
 
 func TestFlagsRefuseAnUnknownScenario(t *testing.T) {
