@@ -88,8 +88,9 @@ func (e *benchEnv) seed(b *testing.B, scope string, from, to int, ttl string) {
 }
 
 // runClients runs op b.N times in all, spread over clients goroutines; op
-// gets the operation's number. The first error fails the benchmark.
-func runClients(b *testing.B, clients int, op func(i int) error) {
+// gets the client's and the operation's number. The first error fails the
+// benchmark.
+func runClients(b *testing.B, clients int, op func(client, i int) error) {
 	b.Helper()
 	var (
 		next     atomic.Int64
@@ -98,14 +99,14 @@ func runClients(b *testing.B, clients int, op func(i int) error) {
 		firstErr error
 	)
 	b.ResetTimer()
-	for range clients {
+	for c := range clients {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= b.N {
 					return
 				}
-				if err := op(i); err != nil {
+				if err := op(c, i); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
 				}
@@ -166,7 +167,7 @@ func benchReplay(b *testing.B, env *benchEnv) {
 		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
 	pair(b,
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				k := benchKey(i % env.n)
 				var (
 					status, kind, enc int16
@@ -181,7 +182,7 @@ func benchReplay(b *testing.B, env *benchEnv) {
 			})
 		},
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				_, err := env.st.Get(ctx, "bench", benchKey(i%env.n))
 				return err
 			})
@@ -198,7 +199,7 @@ func BenchmarkClaimReplay(b *testing.B) {
 		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
 	pair(b,
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				k := benchKey(i % env.n)
 				var (
 					status, kind, enc int16
@@ -213,7 +214,7 @@ func BenchmarkClaimReplay(b *testing.B) {
 			})
 		},
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				k := benchKey(i % env.n)
 				res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
 				if err == nil && res.State != store.Completed {
@@ -240,7 +241,7 @@ func BenchmarkGetMany(b *testing.B) {
 		env.table("idem_records") + " WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 AND expires_at > now()"
 	pair(b,
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				args := make([][]byte, perCall)
 				for j, k := range keys(i) {
 					args[j] = slices.Clone(k[:])
@@ -273,7 +274,7 @@ func BenchmarkGetMany(b *testing.B) {
 			})
 		},
 		func(b *testing.B, clients int) {
-			runClients(b, clients, func(i int) error {
+			runClients(b, clients, func(_, i int) error {
 				found, err := env.st.GetMany(ctx, "bench", keys(i))
 				if err == nil && len(found) != perCall {
 					err = fmt.Errorf("GetMany found %d of %d", len(found), perCall)
@@ -285,8 +286,20 @@ func BenchmarkGetMany(b *testing.B) {
 
 // The miss path in exclusive mode: claim, then complete with a 1 KiB
 // outcome (two statements), against the two plain statements that do the
-// same writes: insert a pending row, then store its result.
+// same writes: insert a pending row, then store its result. Each client is
+// its own agent run (scope), as concurrent callers usually are.
 func BenchmarkExclusiveMiss(b *testing.B) {
+	benchExclusiveMiss(b, func(client int) string { return fmt.Sprintf("run-%d", client) })
+}
+
+// BenchmarkExclusiveMiss with every client in one scope: the worst case for
+// the scope row, which every first write locks (FOR SHARE) so that
+// ExtendScope and DeleteScope see every record.
+func BenchmarkExclusiveMissOneScope(b *testing.B) {
+	benchExclusiveMiss(b, func(int) string { return "bench" })
+}
+
+func benchExclusiveMiss(b *testing.B, scopeOf func(client int) string) {
 	ctx := context.Background()
 	env := newBenchEnv(b, 0)
 	result := make([]byte, benchResultBytes)
@@ -302,21 +315,21 @@ func BenchmarkExclusiveMiss(b *testing.B) {
 	pair(b,
 		func(b *testing.B, clients int) {
 			r := round.Add(1)
-			runClients(b, clients, func(i int) error {
-				k := key(r, i)
+			runClients(b, clients, func(c, i int) error {
+				k, scope := key(r, i), scopeOf(c)
 				token := int64(i + 1)
-				if _, err := env.pool.Exec(ctx, insertSQL, "bench", k[:], token); err != nil {
+				if _, err := env.pool.Exec(ctx, insertSQL, scope, k[:], token); err != nil {
 					return err
 				}
-				_, err := env.pool.Exec(ctx, completeSQL, "bench", k[:], token, result)
+				_, err := env.pool.Exec(ctx, completeSQL, scope, k[:], token, result)
 				return err
 			})
 		},
 		func(b *testing.B, clients int) {
 			r := round.Add(1)
-			runClients(b, clients, func(i int) error {
-				k := key(r, i)
-				res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
+			runClients(b, clients, func(c, i int) error {
+				k, scope := key(r, i), scopeOf(c)
+				res, err := env.st.Claim(ctx, scope, store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
 				if err != nil {
 					return err
 				}
