@@ -19,12 +19,15 @@
 //     stores the outcome inside the caller's own pgx.Tx, so a tool's write to
 //     the same database and its record commit together;
 //   - waiters are woken by NOTIFY on one channel per schema, heard by one
-//     listener connection per Store, with polling as the fallback.
+//     listener connection per Store, with polling as the fallback. Only
+//     records a waiter marked are announced: a notifying commit holds a
+//     database-wide lock, which must not be taken on every completion.
 //
 // Round trips: Get, GetMany, Claim, Complete, Release, Renew, Put and
 // RemoveExpired are one statement each (Put reruns its statement only after
-// losing an insert race it could not see); ExtendScope and DeleteScope are a
-// short transaction of two statements.
+// losing an insert race it could not see). A Claim or Put that finds a
+// record it must not replace only reads: no lock, no commit flush.
+// ExtendScope and DeleteScope are a short transaction of two statements.
 //
 // A Store is safe for concurrent use. Close it to stop its listener; it does
 // not own the pool. Run a Cleaner (NewCleaner) in at least one process to

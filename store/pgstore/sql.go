@@ -17,7 +17,7 @@ import "strings"
 // good as absent and a new write may replace it.
 
 // recordColumns are the columns every statement that returns a record returns,
-// in the order scanRecord reads them.
+// in the order recordScan.targets lists them.
 const recordColumns = `status, tool, fingerprint, outcome_kind, encoding, result,
 	token, lease_until, attempts, created_at, updated_at, expires_at`
 

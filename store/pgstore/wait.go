@@ -114,13 +114,18 @@ func wake(w *waiter) {
 // ctx is done, or the store is closed. It returns nil when the caller should
 // Claim again.
 //
-// Changes are announced by NOTIFY on the store's channel, heard by one
-// listener connection per Store and routed to the waiters of the key, so a
-// waiter wakes as soon as the holder's transaction commits. The waiter also
-// re-reads the record every PollInterval, in case a notification was lost,
-// and returns when the lease it saw ends (a renewed lease then makes the
-// next Claim report the claim in flight again, with its new lease).
+// The waiter's first look marks the record watched, so that Complete,
+// Release (and DeleteScope) announce the change by NOTIFY on the store's
+// channel, heard by one listener connection per Store and routed to the
+// waiters of the key: a waiter wakes as soon as the holder's transaction
+// commits. The waiter also re-reads the record every PollInterval, in case a
+// notification was lost, and returns when the lease it saw ends (a renewed
+// lease then makes the next Claim report the claim in flight again, with its
+// new lease). Round trips: one to mark, one per poll.
 func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -131,9 +136,6 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 		return err
 	}
 	s.stats.waits.Add(1)
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 
 	w := s.waiters.add(scope, key)
 	defer s.waiters.remove(scope, w)
