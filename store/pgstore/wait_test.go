@@ -159,3 +159,32 @@ func TestOnlyWatchedCompletionsNotify(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "k"+watched.Key.String()+"run", n.Payload)
 }
+
+// DeleteScope wakes every waiter of the scope at once (with polling off),
+// and only those: a waiter in another scope sleeps on.
+func TestDeleteScopeWakesItsWaiters(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, &pgstore.Config{PollInterval: time.Hour})
+	a, b := entry("a", `{}`), entry("b", `{}`)
+	ca := mustClaim(ctx, t, st, "run", a, time.Hour)
+	cb := mustClaim(ctx, t, st, "run", b, time.Hour)
+	co := mustClaim(ctx, t, st, "other", a, time.Hour)
+
+	woken := make(chan error, 2)
+	go func() { woken <- st.Wait(ctx, "run", a.Key, ca.Token) }()
+	go func() { woken <- st.Wait(ctx, "run", b.Key, cb.Token) }()
+	other := make(chan error, 1)
+	go func() { other <- st.Wait(ctx, "other", a.Key, co.Token) }()
+	requireBlocked(t, woken)
+
+	n, err := st.DeleteScope(ctx, "run")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.NoError(t, within(t, 10*time.Second, woken))
+	require.NoError(t, within(t, 10*time.Second, woken))
+	requireBlocked(t, other)
+	require.NoError(t, st.Release(ctx, co, "done"))
+	require.NoError(t, within(t, 10*time.Second, other))
+}
