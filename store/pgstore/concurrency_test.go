@@ -87,3 +87,50 @@ func runOnce(ctx context.Context, st store.Store, scope string, e store.Entry, e
 		}
 	}
 }
+
+// Concurrent first Puts of one key from several processes store exactly
+// one outcome; every caller gets that winner back.
+func TestConcurrentPutsFromSeveralPoolsStoreOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	stores := []*pgstore.Store{openStore(t, pool, schema, nil)}
+	for range 3 {
+		stores = append(stores, openStore(t, newPool(t, nil), schema, nil))
+	}
+	for round := range 10 {
+		e := entry(fmt.Sprintf("put-%d", round), `{}`)
+		var (
+			wg      sync.WaitGroup
+			stored  atomic.Int32
+			mu      sync.Mutex
+			results [][]byte
+			errs    []error
+		)
+		start := make(chan struct{})
+		for p, st := range stores {
+			for c := range 4 {
+				wg.Go(func() {
+					<-start
+					rec, ok, err := st.Put(ctx, "run", e, success(fmt.Sprintf("by %d/%d", p, c)), store.WriteOptions{})
+					if ok {
+						stored.Add(1)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					results = append(results, rec.Outcome.Result)
+					errs = append(errs, err)
+				})
+			}
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		require.EqualValues(t, 1, stored.Load(), "round %d: exactly one Put stores", round)
+		for _, r := range results {
+			require.Equal(t, results[0], r, "every caller sees the winner")
+		}
+	}
+}
