@@ -1,0 +1,40 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// runCounts are what the supervisor counted, for the summary line.
+type runCounts struct {
+	Calls, Acks, Kills, DBRestarts, ConnResets int
+}
+
+// summaryLine is the one line a chaos run ends with.
+func summaryLine(c runCounts, r Report) string {
+	return fmt.Sprintf("chaos: calls=%d kills=%d db_restarts=%d duplicates=%d lost=%d stale_writes=%d early_reruns=%d"+
+		" reruns_after_unknown=%d reruns_after_expiry=%d conn_resets=%d acks=%d",
+		c.Calls, c.Kills, c.DBRestarts, r.Duplicates, r.Lost, r.StaleWrites, r.EarlyReruns,
+		r.RerunsAfterUnknown, r.RerunsAfterExpiry, c.ConnResets, c.Acks)
+}
+
+// coverage describes what the run exercised, for the test log.
+func (r Report) coverage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "executions=%d (orders=%d) grants=%d takeovers=%d completions=%d releases=%d cleaner_removals=%d acked_outcomes=%d checked_at_end=%d",
+		r.Executions, r.Orders, r.Grants, r.Takeovers, r.Completions, r.Releases, r.CleanerRemovals, r.AckedOutcomes, r.CheckedAtTheEnd)
+	causes := make([]string, 0, len(r.UnknownCauses))
+	for c := range r.UnknownCauses {
+		causes = append(causes, c)
+	}
+	sort.Strings(causes)
+	b.WriteString("\nreruns_after_unknown by cause:")
+	for _, c := range causes {
+		fmt.Fprintf(&b, " %s=%d", c, r.UnknownCauses[c])
+	}
+	for _, d := range r.Details {
+		b.WriteString("\nviolation: " + d)
+	}
+	return b.String()
+}

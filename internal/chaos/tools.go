@@ -1,0 +1,140 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// Shares of tool behaviour, drawn per execution.
+const (
+	// failShare of executions fail before their side effect (a transient
+	// tool error): the claim is released and the next caller runs the call.
+	failShare = 0.03
+	// longShare of executions run longer than the lease, so only renewal
+	// keeps their claim.
+	longShare = 0.04
+	// quickWork bounds the work time of the other executions.
+	quickWork = 15 * time.Millisecond
+)
+
+// toolEnv is what both chaos tools share.
+type toolEnv struct {
+	pool         *pgxpool.Pool
+	st           *pgstore.Store
+	kills        *killPlan
+	lease        time.Duration
+	incarnation  int
+	pid          int
+	insertEffect string // INSERT into chaos_effects
+	insertOrder  string // INSERT into chaos_orders
+}
+
+const insertEvidenceSQL = `INSERT INTO {schema}.%s (scope, key, token, attempt, pid, incarnation) VALUES ($1, $2, $3, $4, $5, $6)`
+
+// begin runs the common start of an execution: the after-claim fail point,
+// some work, and now and then an injected failure.
+func (t *toolEnv) begin(ctx context.Context) (executor.CallInfo, error) {
+	info, ok := executor.CallInfoFrom(ctx)
+	if !ok || info.Claim.Token == 0 {
+		return info, &toolError{errors.New("run without a claim")}
+	}
+	t.kills.hit(AfterClaim, info.Scope, info.Key.String(), info.Claim.Token)
+	d := rand.N(quickWork)
+	if rand.Float64() < longShare {
+		d = t.lease + rand.N(t.lease) + t.lease/5
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return info, &toolError{ctx.Err()}
+	}
+	if rand.Float64() < failShare {
+		return info, &toolError{errors.New("injected failure before the side effect")}
+	}
+	return info, nil
+}
+
+func (t *toolEnv) output(kind Kind, info executor.CallInfo) []byte {
+	return Output{Kind: kind, Token: info.Claim.Token, Scope: info.Scope, Key: info.Key.String(),
+		Attempt: info.Attempt, Incarnation: t.incarnation}.Encode()
+}
+
+// remoteTool is the remote-like tool: its side effect is a statement of
+// its own, committed before it returns, as a call to a remote API would
+// be. idemstore cannot make it exactly once: a worker killed after the
+// side effect leaves an outcome nobody knows, and the call runs again once
+// the lease expired (counted as reruns_after_unknown).
+type remoteTool struct{ *toolEnv }
+
+func (t remoteTool) Execute(ctx context.Context, _ executor.Call) (executor.Result, error) {
+	info, err := t.begin(ctx)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	key := info.Key.String()
+	if _, err := t.pool.Exec(ctx, t.insertEffect,
+		info.Scope, info.Key[:], info.Claim.Token, info.Attempt, t.pid, t.incarnation); err != nil {
+		// Its acknowledgement may be what was lost: the row may exist.
+		return executor.Result{}, &toolError{err}
+	}
+	t.kills.hit(AfterEffect, info.Scope, key, info.Claim.Token)
+	return executor.Result{Output: t.output(KindRemote, info)}, nil
+}
+
+// orderTool is the transactional example: it inserts an order and stores
+// its outcome (pgstore.CompleteTx) in one transaction, then reports the
+// outcome as Stored. Exactly once: the order exists if and only if the
+// record is completed, whatever is killed when.
+type orderTool struct{ *toolEnv }
+
+func (t orderTool) Execute(ctx context.Context, _ executor.Call) (executor.Result, error) {
+	info, err := t.begin(ctx)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	key := info.Key.String()
+	tx, err := t.pool.Begin(ctx)
+	if err != nil {
+		return executor.Result{}, &toolError{err}
+	}
+	// After Commit this is a no-op; on any failure it ends the transaction.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, t.insertOrder,
+		info.Scope, info.Key[:], info.Claim.Token, info.Attempt, t.pid, t.incarnation); err != nil {
+		return executor.Result{}, &toolError{err}
+	}
+	out := t.output(KindOrder, info)
+	if _, err := t.st.CompleteTx(ctx, tx, info.Claim, store.Outcome{Kind: store.KindSuccess, Result: out}); err != nil {
+		return executor.Result{}, &toolError{err}
+	}
+	t.kills.hit(AfterEffect, info.Scope, key, info.Claim.Token)
+	if err := tx.Commit(ctx); err != nil {
+		return executor.Result{}, &toolError{err}
+	}
+	return executor.Result{Output: out, Stored: true}, nil
+}
+
+func newToolEnv(pool *pgxpool.Pool, st *pgstore.Store, schema string, kills *killPlan, lease time.Duration, inc int) *toolEnv {
+	return &toolEnv{
+		pool:         pool,
+		st:           st,
+		kills:        kills,
+		lease:        lease,
+		incarnation:  inc,
+		pid:          os.Getpid(),
+		insertEffect: inSchema(fmt.Sprintf(insertEvidenceSQL, "chaos_effects"), schema),
+		insertOrder:  inSchema(fmt.Sprintf(insertEvidenceSQL, "chaos_orders"), schema),
+	}
+}
