@@ -1,0 +1,137 @@
+package chaos
+
+import (
+	"strings"
+	"time"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// fakeHistory builds synthetic evidence: the audit trail a store would
+// leave, the tools' runs, and the workers' reports. Times are milliseconds
+// after t0.
+type fakeHistory struct {
+	t0     time.Time
+	events []Event
+	rows   map[RecordID]*Row // current records
+	ev     Evidence
+}
+
+const (
+	longTTL  = 3_600_000 // ms
+	shortTTL = 1_000     // ms
+	lease    = 500       // ms
+)
+
+func newFakeHistory() *fakeHistory {
+	return &fakeHistory{
+		t0:   time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		rows: make(map[RecordID]*Row),
+		ev:   Evidence{Killed: make(map[int]FailPoint), LongScope: isLongScope},
+	}
+}
+
+func (h *fakeHistory) at(ms int) time.Time { return h.t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func longID(n int) RecordID {
+	return RecordID{"long-0", strings.Repeat("0", 62) + string(rune('a'+n%6)) + "0"}
+}
+func shortID(n int) RecordID {
+	return RecordID{"short-0", strings.Repeat("1", 62) + string(rune('a'+n%6)) + "1"}
+}
+
+func (h *fakeHistory) log(op, app string, ms int, old, nw *Row) {
+	h.events = append(h.events, Event{ID: int64(len(h.events) + 1), Op: op, App: app, At: h.at(ms), Old: old, New: nw})
+}
+
+func clone(r *Row) *Row {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// claim grants token on id at ms: an insert, or an update over the
+// current row (whatever it is: the checks, not the builder, judge it).
+func (h *fakeHistory) claim(id RecordID, token int64, ms int) {
+	ttl := longTTL
+	if !isLongScope(id.Scope) {
+		ttl = shortTTL
+	}
+	old := h.rows[id]
+	nw := &Row{Scope: id.Scope, Key: id.Key, Status: store.StatusPending, Token: token,
+		LeaseUntil: h.at(ms + lease), ExpiresAt: h.at(ms + ttl)}
+	if old != nil && old.ExpiresAt.After(h.at(ms)) {
+		nw.ExpiresAt = old.ExpiresAt // the scope lives on
+	}
+	op := opInsert
+	if old != nil {
+		op = opUpdate
+	}
+	h.log(op, appWorker, ms, clone(old), clone(nw))
+	h.rows[id] = nw
+}
+
+// output is what the tool of kind produces under token on id.
+func output(kind Kind, id RecordID, token int64) []byte {
+	return Output{Kind: kind, Token: token, Scope: id.Scope, Key: id.Key, Attempt: 1, Incarnation: 1}.Encode()
+}
+
+// completeWith stores out on id's current claim at ms.
+func (h *fakeHistory) completeWith(id RecordID, ms int, out []byte) {
+	old := h.rows[id]
+	nw := clone(old)
+	nw.Status, nw.Result = store.StatusCompleted, out
+	h.log(opUpdate, appWorker, ms, clone(old), clone(nw))
+	h.rows[id] = nw
+}
+
+// complete stores what the current holder produced.
+func (h *fakeHistory) complete(kind Kind, id RecordID, ms int) []byte {
+	out := output(kind, id, h.rows[id].Token)
+	h.completeWith(id, ms, out)
+	return out
+}
+
+func (h *fakeHistory) remove(id RecordID, app string, ms int) {
+	h.log(opDelete, app, ms, clone(h.rows[id]), nil)
+	delete(h.rows, id)
+}
+
+func (h *fakeHistory) run(kind Kind, id RecordID, token int64, inc int, ms int) {
+	h.ev.Executions = append(h.ev.Executions, Execution{Kind: kind, Scope: id.Scope, Key: id.Key, Token: token, Incarnation: inc, At: h.at(ms)})
+}
+
+func (h *fakeHistory) ack(kind Kind, id RecordID, out []byte) {
+	h.ev.Acks = append(h.ev.Acks, Ack{Kind: kind, Scope: id.Scope, Key: id.Key, Output: out})
+}
+
+func (h *fakeHistory) kill(inc int, p FailPoint, id RecordID, token int64) {
+	h.ev.Killed[inc] = p
+	h.ev.Kills = append(h.ev.Kills, Kill{Incarnation: inc, Point: p, Scope: id.Scope, Key: id.Key, Token: token})
+}
+
+// simpleCall is one call run, stored and acknowledged without trouble.
+func (h *fakeHistory) simpleCall(kind Kind, id RecordID, token int64, ms int) []byte {
+	h.claim(id, token, ms)
+	h.run(kind, id, token, 1, ms+5)
+	out := h.complete(kind, id, ms+10)
+	h.ack(kind, id, out)
+	return out
+}
+
+// check returns the report of the evidence so far; the final records and
+// what a caller gets are the builder's current rows.
+func (h *fakeHistory) check() Report {
+	ev := h.ev
+	ev.Events = h.events
+	ev.Current = make(map[RecordID][]byte)
+	for id, r := range h.rows {
+		ev.Final = append(ev.Final, *clone(r))
+		if r.Status == store.StatusCompleted {
+			ev.Current[id] = r.Result
+		}
+	}
+	return Check(ev)
+}
