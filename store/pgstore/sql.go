@@ -173,9 +173,10 @@ SELECT true AS stored, s.* FROM stored s
 UNION ALL
 SELECT false, e.* FROM existing e`
 
-// completeSQL stores the outcome of a claim whose token is current. The
-// record takes the scope's current expiry, so a claim that outlived its
-// scope's expiry and restart is completed into the live scope.
+// completeSQL stores the outcome of a claim whose token is current. A live
+// record takes the scope's current expiry, so a claim whose lease outlived
+// its scope's expiry and restart is completed into the live scope; a dead
+// one (scope and lease both expired) stays expired and is never replayed.
 //
 // When a waiter marked the record (watched), it also sends the key's
 // notification, delivered when the statement's transaction commits, so a
@@ -190,10 +191,13 @@ const completeSQL = `WITH done AS (
 	UPDATE {schema}.idem_records AS r SET
 		status = 2, outcome_kind = $4, encoding = $5, result = $6,
 		updated_at = statement_timestamp(),
-		expires_at = COALESCE(
-			(SELECT sc.expires_at FROM {schema}.idem_scopes sc
-			 WHERE sc.scope = $1 AND sc.expires_at > statement_timestamp()),
-			r.expires_at)
+		expires_at = CASE
+			WHEN r.expires_at > statement_timestamp() OR r.lease_until > statement_timestamp()
+			THEN COALESCE(
+				(SELECT sc.expires_at FROM {schema}.idem_scopes sc
+				 WHERE sc.scope = $1 AND sc.expires_at > statement_timestamp()),
+				r.expires_at)
+			ELSE r.expires_at END
 	WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1
 	RETURNING ` + recordColumns + `, watched
 ), notified AS (

@@ -135,3 +135,24 @@ func TestCompleteTxCommitsWithCallerWrite(t *testing.T) {
 	_, err = st.CompleteTx(ctx, tx, c, success("again"))
 	require.ErrorIs(t, err, store.ErrLeaseLost)
 }
+
+// A claim whose lease and scope both ran out is dead: its holder may still
+// complete it (nobody took over), but the outcome is never replayed, not
+// even after the scope was started anew by another call.
+func TestLateCompleteOfADeadClaimIsNeverReplayed(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, nil)
+	late := entry("late", `{}`)
+	res, err := st.Claim(ctx, "run", late, 200*time.Millisecond, store.WriteOptions{ScopeTTL: 200 * time.Millisecond})
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond) // both the lease and the scope expire on the database's clock
+	_, _, err = st.Put(ctx, "run", entry("restart", `{}`), success("x"), store.WriteOptions{})
+	require.NoError(t, err) // starts the scope anew
+
+	rec, err := st.Complete(ctx, res.Claim, success("too late"))
+	require.NoError(t, err)
+	require.True(t, rec.ExpiresAt.Before(time.Now()), "the dead record keeps its expired expiry")
+	_, err = st.Get(ctx, "run", late.Key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
