@@ -67,69 +67,131 @@ func isLongScope(scope string) bool { return strings.HasPrefix(scope, "long-") }
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	prof := chosenProfile(t)
-	began := time.Now()
-	ctx := context.Background()
-
 	ctr := pgtest.NewContainer(t)
 	pool, schema := ctr.NewSchema(t)
-	require.NoError(t, installEvidence(ctx, pool, schema))
 	url := ctr.URL()
-	startCleaner(t, url, schema, prof.CleanEvery)
+	res := runChaos(t, prof, chaosDB{url: url, schema: schema, pool: pool, restart: func(t *testing.T) {
+		ctr.Stop(t)
+		down := time.NewTimer(prof.DownFor) // the outage itself, not a synchronisation
+		<-down.C
+		require.Equal(t, url, ctr.Start(t), "the workers know the database by its URL, which must survive a restart")
+	}}, NoFault)
+
+	// Printed, not only logged, so that the line shows without -v.
+	fmt.Println(summaryLine(res.counts, res.rep))
+	require.Empty(t, res.problems, "the workers must only end as planned")
+	require.Zero(t, res.rep.Violations(), "violations:\n%s", strings.Join(res.rep.Details, "\n"))
+	// The run must have exercised what it claims to prove.
+	for _, p := range FailPoints {
+		require.GreaterOrEqual(t, res.got.ByPoint[p], prof.KillsPerPoint, "kills at %s", p)
+	}
+	require.GreaterOrEqual(t, res.counts.Acks, prof.Acks)
+	require.GreaterOrEqual(t, res.counts.DBRestarts, prof.DBRestarts)
+	require.Positive(t, res.rep.Orders, "the transactional tool ran")
+	require.Positive(t, res.rep.Takeovers, "claims of killed workers were taken over")
+	require.Positive(t, res.rep.CleanerRemovals, "cleanup removed expired records during the run")
+	require.Positive(t, res.rep.CheckedAtTheEnd, "acknowledged outcomes were checked against the final records")
+}
+
+// TestBrokenStoresAreCaughtByTheChaosChecks runs the whole pipeline (worker
+// processes, audit trigger, loaders, Check) over stores broken on purpose:
+// each fault must show in its counter, so a run with zeros means something.
+func TestBrokenStoresAreCaughtByTheChaosChecks(t *testing.T) {
+	t.Parallel()
+	counters := map[string]func(Report) int{
+		"duplicates":   func(r Report) int { return r.Duplicates },
+		"lost":         func(r Report) int { return r.Lost },
+		"stale_writes": func(r Report) int { return r.StaleWrites },
+		"early_reruns": func(r Report) int { return r.EarlyReruns },
+	}
+	for fault, want := range map[Fault][]string{
+		FaultStealLiveClaims: {"early_reruns"},
+		FaultStaleComplete:   {"stale_writes"},
+		FaultForgetOutcomes:  {"duplicates", "lost"},
+	} {
+		t.Run(string(fault), func(t *testing.T) {
+			t.Parallel()
+			pool, schema := pgtest.NewSchema(t)
+			prof := ShortProfile()
+			prof.Name, prof.Acks, prof.KillsPerPoint, prof.DBRestarts, prof.ConnResets = "fault", 100, 0, 0, 0
+			res := runChaos(t, prof, chaosDB{url: pgtest.URL(t), schema: schema, pool: pool}, fault)
+			t.Log(summaryLine(res.counts, res.rep))
+			for _, c := range want {
+				require.Positive(t, counters[c](res.rep), "%s must count what the %s store does", c, fault)
+			}
+		})
+	}
+}
+
+// chaosDB is the database a run uses.
+type chaosDB struct {
+	url, schema string
+	pool        *pgxpool.Pool      // for evidence and connection resets
+	restart     func(t *testing.T) // stops and starts the database; nil when it cannot
+}
+
+// chaosResult is what a run found.
+type chaosResult struct {
+	got      collected
+	problems []string
+	rep      Report
+	counts   runCounts
+}
+
+// runChaos runs the workers against db until every target of prof is met,
+// then checks the evidence.
+func runChaos(t *testing.T, prof Profile, db chaosDB, fault Fault) chaosResult {
+	t.Helper()
+	began := time.Now()
+	ctx := context.Background()
+	require.NoError(t, installEvidence(ctx, db.pool, db.schema))
+	startCleaner(t, db.url, db.schema, prof.CleanEvery)
 
 	bin, err := os.Executable()
 	require.NoError(t, err)
 	sup := newSupervisor(bin, workerConfig{
-		URL:           url,
-		Schema:        schema,
+		URL:           db.url,
+		Schema:        db.schema,
 		Goroutines:    prof.Goroutines,
 		Lease:         prof.Lease,
 		ShortScopeTTL: prof.ShortScopeTTL,
 		Keys:          defaultKeySpace(),
+		Fault:         fault,
 	}, prof.KillsPerPoint, nil)
 	sup.start(prof.Workers)
 	t.Cleanup(sup.abort)
 
-	restarts, resets := unleash(t, prof, ctr, pool, sup)
+	restarts, resets := unleash(t, prof, db, sup)
 	got, problems := sup.stop()
 	ranFor := time.Since(began)
 
-	ev, err := loadEvidence(ctx, pool, schema)
+	ev, err := loadEvidence(ctx, db.pool, db.schema)
 	require.NoError(t, err)
 	ev.Acks, ev.Kills, ev.Killed, ev.LongScope = got.Acks, got.Kills, got.Killed, isLongScope
-	st, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
+	st, err := pgstore.New(ctx, db.pool, &pgstore.Config{Schema: db.schema})
 	require.NoError(t, err)
 	defer st.Close()
 	ev.Current, err = loadCurrent(ctx, st, got.Acks, isLongScope)
 	require.NoError(t, err)
 	rep := Check(ev)
 
-	kills := 0
+	counts := runCounts{Calls: got.Calls, Acks: len(got.Acks), DBRestarts: restarts, ConnResets: resets}
 	for _, n := range got.ByPoint {
-		kills += n
+		counts.Kills += n
 	}
-	// Printed, not only logged, so that the line shows without -v.
-	fmt.Println(summaryLine(runCounts{Calls: got.Calls, Acks: len(got.Acks), Kills: kills, DBRestarts: restarts, ConnResets: resets}, rep))
-	t.Logf("profile %s: ran for %s, checked in %s\n%s\n%s", prof.Name, ranFor.Round(time.Millisecond),
+	t.Logf("profile %s, %s: ran for %s, checked in %s\n%s\n%s", prof.Name, fault, ranFor.Round(time.Millisecond),
 		(time.Since(began) - ranFor).Round(time.Millisecond), got.summary(), rep.coverage())
-
-	require.Empty(t, problems, "the workers must only end as planned")
-	require.Zero(t, rep.Violations(), "violations:\n%s", strings.Join(rep.Details, "\n"))
-	// The run must have exercised what it claims to prove.
-	for _, p := range FailPoints {
-		require.GreaterOrEqual(t, got.ByPoint[p], prof.KillsPerPoint, "kills at %s", p)
-	}
-	require.GreaterOrEqual(t, len(got.Acks), prof.Acks)
-	require.Positive(t, rep.Orders, "the transactional tool ran")
-	require.Positive(t, rep.Takeovers, "claims of killed workers were taken over")
-	require.Positive(t, rep.CleanerRemovals, "cleanup removed expired records during the run")
-	require.Positive(t, rep.CheckedAtTheEnd, "acknowledged outcomes were checked against the final records")
+	return chaosResult{got: got, problems: problems, rep: rep, counts: counts}
 }
 
 // unleash lets the workers run and, meanwhile, restarts the database and
 // cuts the workers' connections on schedule, until every target of prof is
 // met. It returns how many restarts and resets it made.
-func unleash(t *testing.T, prof Profile, ctr *pgtest.Container, pool *pgxpool.Pool, sup *supervisor) (restarts, resets int) {
+func unleash(t *testing.T, prof Profile, db chaosDB, sup *supervisor) (restarts, resets int) {
 	t.Helper()
+	if prof.DBRestarts > 0 {
+		require.NotNil(t, db.restart, "profile %s restarts the database", prof.Name)
+	}
 	start := time.Now()
 	nextRestart, nextReset := start.Add(prof.RestartEvery), start.Add(prof.ResetEvery)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -150,15 +212,11 @@ func unleash(t *testing.T, prof Profile, ctr *pgtest.Container, pool *pgxpool.Po
 		}
 		switch {
 		case restarts < prof.DBRestarts && now.After(nextRestart):
-			before := ctr.URL()
-			ctr.Stop(t)
-			down := time.NewTimer(prof.DownFor) // the outage itself, not a synchronisation
-			<-down.C
-			require.Equal(t, before, ctr.Start(t), "the workers know the database by its URL, which must survive a restart")
+			db.restart(t)
 			restarts++
 			nextRestart = time.Now().Add(prof.RestartEvery)
 		case resets < prof.ConnResets && now.After(nextReset):
-			if cutWorkerConnections(t, pool) > 0 {
+			if cutWorkerConnections(t, db.pool) > 0 {
 				resets++
 			}
 			nextReset = now.Add(prof.ResetEvery)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
 
@@ -61,6 +62,8 @@ type workerConfig struct {
 	// Retry are calls that killed workers left unfinished; this worker's
 	// goroutines make them first.
 	Retry []callSpec
+	// Fault breaks the store on purpose (tests of the suite only).
+	Fault Fault
 }
 
 // callQueue hands out the calls to retry, then new ones.
@@ -116,6 +119,7 @@ func runWorker(config string, stdin io.Reader, stdout, stderr io.Writer) int {
 	kills := &killPlan{point: cfg.KillAt, nth: cfg.KillNth, announce: lw.kill}
 	env := newToolEnv(pool, st, cfg.Schema, kills, cfg.Lease, cfg.Incarnation)
 	tools := map[Kind]executor.Executor{KindRemote: remoteTool{env}, KindOrder: orderTool{env}}
+	calling := newBrokenStore(st, pool, cfg.Schema, cfg.Fault)
 	lw.ready()
 
 	calls := &callQueue{retry: cfg.Retry}
@@ -127,7 +131,7 @@ func runWorker(config string, stdin io.Reader, stdout, stderr io.Writer) int {
 			rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(g)))
 			for ctx.Err() == nil {
 				seq, c := calls.next(cfg.Keys, rng)
-				callOnce(ctx, cfg, st, tools, kills, lw, seq, c)
+				callOnce(ctx, cfg, calling, tools, kills, lw, seq, c)
 			}
 		}()
 	}
@@ -170,7 +174,7 @@ func openWorkerStore(ctx context.Context, cfg workerConfig) (*pgxpool.Pool, *pgs
 }
 
 // callOnce makes call c (number seq of this worker) and reports it.
-func callOnce(ctx context.Context, cfg workerConfig, st *pgstore.Store, tools map[Kind]executor.Executor,
+func callOnce(ctx context.Context, cfg workerConfig, st store.Store, tools map[Kind]executor.Executor,
 	kills *killPlan, lw *lineWriter, seq int64, c callSpec) {
 	lw.start(seq, c)
 	key, err := c.key()
