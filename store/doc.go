@@ -10,12 +10,19 @@
 //   - an exclusive claim has a lease and a fencing token; Complete, Release
 //     and Renew succeed only with the current token;
 //   - a claim whose lease expired may be taken over with a new token;
+//   - a released claim (a failed call) leaves a StatusReleased record with
+//     its attempts and last error for operators; it is never replayed and
+//     the next claim takes it;
 //   - a stored or claimed record whose fingerprint differs from the caller's
 //     refuses the call with ErrFingerprintMismatch;
 //   - all records of a scope expire together; expired records are never
 //     returned, and cleanup never removes a live claim;
 //   - every limit is checked before anything is written.
 //
+// Inspector is the optional operators' interface: list the records that
+// need attention (outcome unknown, stuck, failing) and resolve one by hand.
+//
 // The conformance suite in store/storetest checks every one of these for any
-// Store; run it against your own implementation.
+// Store (and Inspector, where a store implements it); run it against your
+// own implementation.
 package store

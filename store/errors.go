@@ -29,6 +29,15 @@ var (
 	ErrUnavailable = errors.New("idemstore: store unavailable")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("idemstore: store closed")
+	// ErrPoolExhausted: every database connection stayed in use for as long
+	// as the caller (or the store's acquire timeout) allowed. It comes
+	// wrapped in an *UnavailableError, so errors.Is(err, ErrUnavailable)
+	// holds too.
+	ErrPoolExhausted = errors.New("idemstore: connection pool exhausted")
+	// ErrAlreadyCompleted: an operator's resolution was refused because the
+	// record already holds an outcome, which is never overwritten (see
+	// CompletedError).
+	ErrAlreadyCompleted = errors.New("idemstore: outcome already stored")
 
 	// ErrTooLarge: a value is over a configured limit (see LimitError).
 	ErrTooLarge = keyhash.ErrTooLarge
@@ -120,3 +129,18 @@ func (e *UnavailableError) Error() string {
 // Unwrap returns both ErrUnavailable and the driver's error, so
 // errors.Is(err, ErrUnavailable) and errors.As(err, *pgconn.PgError) both work.
 func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
+// CompletedError reports a resolution refused because the record already
+// holds an outcome: a stored outcome is never overwritten.
+type CompletedError struct {
+	Scope string
+	Key   keyhash.Sum
+	Token int64 // the completed record's token
+}
+
+func (e *CompletedError) Error() string {
+	return fmt.Sprintf("idemstore: outcome already stored: scope %q key %s (token %d) is completed and is never overwritten", e.Scope, e.Key, e.Token)
+}
+
+// Unwrap makes errors.Is(err, ErrAlreadyCompleted) true.
+func (e *CompletedError) Unwrap() error { return ErrAlreadyCompleted }

@@ -16,6 +16,12 @@ const (
 	StatusPending Status = 1
 	// StatusCompleted: an outcome is stored and is replayed on every hit.
 	StatusCompleted Status = 2
+	// StatusReleased: the latest claim was given up after a failed call
+	// (Release). The record is kept only for operators (its Attempts and
+	// LastError show a call that keeps failing); it is never replayed, it
+	// blocks nobody, and the next Claim takes it (Attempts + 1, TakenOver
+	// false: the failure is known, not an unknown outcome).
+	StatusReleased Status = 3
 )
 
 func (s Status) String() string {
@@ -24,6 +30,8 @@ func (s Status) String() string {
 		return "pending"
 	case StatusCompleted:
 		return "completed"
+	case StatusReleased:
+		return "released"
 	}
 	return "unknown"
 }
@@ -73,12 +81,19 @@ type Record struct {
 	// Token is the fencing token of the latest claim; 0 for a record stored
 	// by Put without a claim.
 	Token int64
-	// LeaseUntil is when the latest claim's lease ends (zero for Put).
+	// LeaseUntil is when the latest claim's lease ends (zero for Put); for
+	// a released record, when it was released if that came first.
 	LeaseUntil time.Time
-	// Attempts counts the claims granted on this key (1 for the first,
-	// +1 per takeover).
+	// ClaimedAt is when the latest claim was granted (zero for Put): how
+	// long the current holder has been at it, renewals or not.
+	ClaimedAt time.Time
+	// Attempts counts the claims granted on this call: 1 for the first, +1
+	// for every later one (a takeover of an expired lease, or a claim after
+	// a release); 0 for a record stored by Put.
 	Attempts int
-	// LastError is the most recent failure reported by Release, for operators.
+	// LastError is the cause given to the most recent Release of this call
+	// (bounded and sanitised, see SanitizeCause), for operators. It stays
+	// while later attempts run and after one completes.
 	LastError string
 
 	CreatedAt time.Time

@@ -16,7 +16,8 @@ import (
 // changes nothing.
 type Store interface {
 	// Get returns the live completed record of key in scope, or ErrNotFound.
-	// A pending record and a record of an expired scope are not found.
+	// A pending or released record and a record of an expired scope are not
+	// found.
 	Get(ctx context.Context, scope string, key keyhash.Sum) (Record, error)
 
 	// GetMany looks up several keys of one scope in one step (a model often
@@ -28,22 +29,27 @@ type Store interface {
 	// record: the first stored outcome wins and is never overwritten
 	// (probe-then-store mode). It returns the record that is now stored and
 	// whether this call stored it. A live record with another fingerprint
-	// gives ErrFingerprintMismatch. A live pending claim is left alone and
-	// returned with stored false.
+	// gives ErrFingerprintMismatch. A pending claim is left alone and
+	// returned with stored false. A released record does not count: Put
+	// stores over it (whatever its fingerprint), as over no record.
 	Put(ctx context.Context, scope string, e Entry, out Outcome, opts WriteOptions) (rec Record, stored bool, err error)
 
 	// Claim is the exclusive mode's one atomic step: it returns the
 	// completed record (Completed), or grants a claim with a lease and a new
-	// fencing token (Claimed; also over a pending record whose lease has
-	// expired, then TakenOver is true), or reports the live claim of another
-	// caller (InFlight). A record with another fingerprint gives
-	// ErrFingerprintMismatch and is left unchanged.
+	// fencing token (Claimed), or reports the live claim of another caller
+	// (InFlight). A claim is granted over no record, over a pending record
+	// of this call whose lease has expired (a takeover: TakenOver is true,
+	// Attempts + 1), and over a released record (Attempts + 1 and LastError
+	// kept when it is this call's, TakenOver false: the earlier attempt is
+	// known to have failed). A completed or pending record with another
+	// fingerprint gives ErrFingerprintMismatch and is left unchanged; a
+	// released one does not count, as if there were no record.
 	Claim(ctx context.Context, scope string, e Entry, lease time.Duration, opts WriteOptions) (ClaimResult, error)
 
 	// Wait blocks until the pending record of key in scope with the given
 	// token changes (completed, released, taken over, renewed past the lease
-	// seen) or its lease ends, or ctx is done. It returns nil when the caller
-	// should Claim again, or ctx's error.
+	// seen, removed) or its lease ends, or ctx is done. It returns nil when
+	// the caller should Claim again, or ctx's error.
 	Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error
 
 	// Complete stores out for the claim c and returns the completed record.
@@ -52,9 +58,12 @@ type Store interface {
 	// returns ErrLeaseLost and stores nothing.
 	Complete(ctx context.Context, c Claim, out Outcome) (Record, error)
 
-	// Release gives up the claim c after a failed call: the record goes away
-	// so that the next caller runs the call. cause is kept for operators
-	// where the store can. ErrLeaseLost if c.Token is not current.
+	// Release gives up the claim c after a failed call, so that the next
+	// caller runs the call. The record stays, as StatusReleased, with cause
+	// as its LastError (passed through SanitizeCause) and its Attempts, so
+	// operators can see a call that keeps failing; it is never replayed,
+	// blocks nobody, and goes with its scope. Waiters wake. ErrLeaseLost if
+	// c.Token is not current.
 	Release(ctx context.Context, c Claim, cause string) error
 
 	// Renew extends the lease of c by lease from now and returns the renewed
@@ -70,8 +79,9 @@ type Store interface {
 	// holders get ErrLeaseLost on Complete.
 	DeleteScope(ctx context.Context, scope string) (int, error)
 
-	// RemoveExpired removes up to limit records of expired scopes, never a
-	// pending record whose lease is live, and returns how many it removed.
+	// RemoveExpired removes up to limit records of expired scopes (completed,
+	// released, or pending with an ended lease), never a pending record whose
+	// lease is live, and returns how many it removed.
 	// Callers loop until it returns fewer than limit. Safe to run from many
 	// goroutines and processes at once.
 	RemoveExpired(ctx context.Context, limit int) (int, error)

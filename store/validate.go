@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -68,4 +69,28 @@ func containsNUL(s string) bool {
 		}
 	}
 	return false
+}
+
+// MaxLastErrorBytes bounds Record.LastError: a tool's error may carry a
+// whole response body, and the record is not the place for it.
+const MaxLastErrorBytes = 1024
+
+// SanitizeCause makes a failure text fit Record.LastError in any store:
+// valid UTF-8 (invalid bytes become U+FFFD), no NUL byte (PostgreSQL text
+// cannot hold it), at most MaxLastErrorBytes, cut at a rune boundary.
+// Stores apply it to Release's cause, so a caller never has a Release
+// refused for the text of its failure.
+func SanitizeCause(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if containsNUL(s) {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if len(s) <= MaxLastErrorBytes {
+		return s
+	}
+	cut := MaxLastErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemstore/idemstore/keyhash"
+)
+
+// Inspector is the operators' side of a store: find the records that need a
+// person's attention, and settle one by hand. It is a separate, optional
+// interface because the executor never needs it; both stores of this module
+// implement it, and the conformance suite checks it for any store that does.
+type Inspector interface {
+	// ListAttention returns up to q.Limit live records that need attention
+	// (see Problem), the longest unchanged first, of q.Scope or of every
+	// scope. Records of expired scopes are not listed: they are never
+	// replayed and cleanup removes them.
+	ListAttention(ctx context.Context, q AttentionQuery) ([]Attention, error)
+
+	// ResolveStore stores out as the outcome of a pending or released record,
+	// for an operator who found out that the call's side effect did happen.
+	// token must be the record's current token, as the operator saw it
+	// (Record.Token): a record that changed since gives *LeaseLostError.
+	// The record gets a new fencing token, so its holder, if it is still
+	// running, gets ErrLeaseLost and cannot overwrite the operator's
+	// outcome; waiters wake and replay it. A completed record is never
+	// overwritten (*CompletedError); a missing or expired one gives
+	// ErrNotFound. out is checked against the store's limits first.
+	ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out Outcome) (Record, error)
+
+	// ResolveRelease releases a pending record, for an operator who decided
+	// that the call must run again: the record becomes StatusReleased with
+	// note as its LastError (sanitised like Release's cause) and a new
+	// fencing token, so its holder, if it is still running, gets
+	// ErrLeaseLost; the next caller runs the call. Same token rule and
+	// errors as ResolveStore; releasing a released record again only
+	// replaces its token and note.
+	ResolveRelease(ctx context.Context, scope string, key keyhash.Sum, token int64, note string) (Record, error)
+}
+
+// Problem is why a record needs attention.
+type Problem uint8
+
+// Problems a record can have.
+const (
+	// ProblemOutcomeUnknown: a pending record whose lease ended without
+	// renewal: its holder died or hung, and its side effect may or may not
+	// have happened. The next caller takes it over (asking the tool's
+	// Reconciler first); an operator may settle it before that.
+	ProblemOutcomeUnknown Problem = 1
+	// ProblemStuck: a pending record whose live claim was granted longer
+	// than AttentionQuery.StuckAfter ago: its holder keeps renewing but
+	// never finishes (a hung tool), and every identical caller waits.
+	ProblemStuck Problem = 2
+	// ProblemFailing: a released record with at least
+	// AttentionQuery.FailingAttempts attempts: a call that keeps failing.
+	// LastError says why.
+	ProblemFailing Problem = 3
+)
+
+func (p Problem) String() string {
+	switch p {
+	case ProblemOutcomeUnknown:
+		return "outcome_unknown"
+	case ProblemStuck:
+		return "stuck"
+	case ProblemFailing:
+		return "failing"
+	}
+	return "unknown"
+}
+
+// Defaults of AttentionQuery fields left zero.
+const (
+	// DefaultStuckAfter: a claim held this long is no normal tool call.
+	DefaultStuckAfter = 15 * time.Minute
+	// DefaultFailingAttempts: a call that failed this often will not
+	// succeed by itself.
+	DefaultFailingAttempts = 3
+	// DefaultAttentionLimit is how many records one listing returns.
+	DefaultAttentionLimit = 100
+	// MaxAttentionLimit bounds one listing, so that it cannot hold a
+	// database or a process for long.
+	MaxAttentionLimit = 10_000
+)
+
+// AttentionQuery says which records ListAttention returns. The zero value
+// lists every scope with the defaults.
+type AttentionQuery struct {
+	// Scope limits the listing to one scope; empty means every scope.
+	Scope string
+	// StuckAfter is how long a live claim may be held before it counts as
+	// stuck. Defaults to DefaultStuckAfter.
+	StuckAfter time.Duration
+	// FailingAttempts is how many attempts a released record must have to
+	// count as failing. Defaults to DefaultFailingAttempts.
+	FailingAttempts int
+	// Limit bounds how many records are returned. Defaults to
+	// DefaultAttentionLimit; at most MaxAttentionLimit.
+	Limit int
+}
+
+// WithDefaults returns q with every zero field set to its default.
+func (q AttentionQuery) WithDefaults() AttentionQuery {
+	if q.StuckAfter == 0 {
+		q.StuckAfter = DefaultStuckAfter
+	}
+	if q.FailingAttempts == 0 {
+		q.FailingAttempts = DefaultFailingAttempts
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultAttentionLimit
+	}
+	return q
+}
+
+// Check rejects a query that makes no sense (negative durations or counts,
+// a limit over MaxAttentionLimit, a bad scope) against the store's limits l.
+// Call it on a query that went through WithDefaults.
+func (q AttentionQuery) Check(l Limits) error {
+	switch {
+	case q.StuckAfter < 0:
+		return &InputError{Field: "stuck after", Problem: "negative"}
+	case q.FailingAttempts < 0:
+		return &InputError{Field: "failing attempts", Problem: "negative"}
+	case q.Limit < 0:
+		return &InputError{Field: "limit", Problem: "negative"}
+	case q.Limit > MaxAttentionLimit:
+		return &LimitError{Limit: "MaxAttentionLimit", Value: q.Limit, Max: MaxAttentionLimit}
+	}
+	if q.Scope != "" {
+		return l.CheckScope(q.Scope)
+	}
+	return nil
+}
+
+// Attention is one record that needs attention, and why.
+type Attention struct {
+	Problem Problem
+	Record  Record
+}
