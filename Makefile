@@ -34,6 +34,10 @@ test: pg-image-if-needed ## Run every test with the race detector (PostgreSQL vi
 bench: pg-image-if-needed ## Run the benchmarks (in-memory, keyhash, executor, PostgreSQL side by side with raw pgx).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+.PHONY: chaos
+chaos: pg-image-if-needed ## Full chaos suite on PostgreSQL: >=10,000 calls, 250 process kills, 6 database restarts.
+	$(GO) test -count=1 -timeout 15m -run '^TestChaos$$' -v ./internal/chaos -args -chaos.profile=full
+
 .PHONY: fuzz
 fuzz: ## Fuzz the key recipe for FUZZTIME (default 30s).
 	$(GO) test ./keyhash -run '^$$' -fuzz FuzzCanonicalize -fuzztime $(FUZZTIME)
