@@ -27,6 +27,13 @@
 // read-only (an append cannot reach the store: its capacity is cut to its
 // length). Config.CopyResults gives every caller its own copy instead.
 //
+// # Operators
+//
+// The store implements store.Inspector: ListAttention finds claims whose
+// holder died, claims held too long and calls that keep failing (released
+// records keep their attempts and last error until their scope goes), and
+// ResolveStore / ResolveRelease settle one by hand under a new fencing token.
+//
 // # Time
 //
 // Every time decision (scope expiry, lease end, waiting for a lease to end)

@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,8 @@ func TestAccountingReturnsToZero(t *testing.T) {
 	ctx := context.Background()
 	putIn(t, b.store, "deleted", "a", store.WriteOptions{})
 	putIn(t, b.store, "expired", "b", store.WriteOptions{ScopeTTL: time.Second})
-	res, err := b.store.Claim(ctx, "released", entry("c"), time.Minute, store.WriteOptions{})
+	// A released record stays (with its cause) until its scope goes.
+	res, err := b.store.Claim(ctx, "released", entry("c"), time.Minute, store.WriteOptions{ScopeTTL: time.Second})
 	require.NoError(t, err)
 	require.NotZero(t, b.store.Usage().Records)
 
@@ -118,7 +120,7 @@ func TestAccountingReturnsToZero(t *testing.T) {
 	b.clock.Advance(2 * time.Second)
 	n, err := b.store.RemoveExpired(ctx, 10)
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n, "the expired and the released record")
 
 	require.Equal(t, memstore.Usage{}, b.store.Usage())
 	requireAccountingTrue(t, b.store)
@@ -199,4 +201,30 @@ func TestConcurrentMixedUseKeepsAccountingTrue(t *testing.T) {
 	<-advanced
 	requireAccountingTrue(t, b.store)
 	require.LessOrEqual(t, b.store.Usage().Records, int64(64))
+}
+
+// A release is never refused for the text of its failure: when the store
+// has no room for the cause's bytes, the record keeps no cause, and the
+// accounting stays true either way.
+func TestReleaseKeepsNoCauseWithoutRoomForIt(t *testing.T) {
+	t.Parallel()
+	limits := store.Limits{MaxScopeBytes: 10, MaxToolBytes: 16, MaxResultBytes: 10}
+	b := setup(t, &memstore.Config{Limits: limits, MaxBytes: 300})
+	ctx := context.Background()
+	e := entry("c")
+
+	res, err := b.store.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, b.store.Release(ctx, res.Claim, strings.Repeat("x", 100)))
+	res, err = b.store.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Empty(t, res.Record.LastError, "100 bytes of cause do not fit in 300")
+	require.Equal(t, 2, res.Claim.Attempt)
+	requireAccountingTrue(t, b.store)
+
+	require.NoError(t, b.store.Release(ctx, res.Claim, "short"))
+	res, err = b.store.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "short", res.Record.LastError)
+	requireAccountingTrue(t, b.store)
 }

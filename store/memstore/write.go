@@ -45,7 +45,8 @@ func leaseLost(c store.Claim) error {
 // Put stores out for e in scope unless the key already has a live record
 // (the first stored outcome wins). Any pending record, even one whose lease
 // has expired, is left alone and returned with stored false: taking over an
-// abandoned claim is Claim's job.
+// abandoned claim is Claim's job. A released record counts as none: it is
+// replaced.
 func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
 	if err := ctxDone(ctx); err != nil {
 		return store.Record{}, false, err
@@ -65,14 +66,18 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
 		if old := sc.records[e.Key]; old != nil {
-			if old.rec.Fingerprint != e.Fingerprint {
+			if old.rec.Status == store.StatusReleased {
+				s.removeEntry(sc, e.Key, old)
+			} else {
+				if old.rec.Fingerprint != e.Fingerprint {
+					sh.mu.Unlock()
+					sh.stats.mismatches.Add(1)
+					return store.Record{}, false, mismatch(scopeName, old, e)
+				}
+				rec := s.out(old, sc)
 				sh.mu.Unlock()
-				sh.stats.mismatches.Add(1)
-				return store.Record{}, false, mismatch(scopeName, old, e)
+				return rec, false, nil
 			}
-			rec := s.out(old, sc)
-			sh.mu.Unlock()
-			return rec, false, nil
 		}
 		if err := s.reserve(1, cost); err != nil {
 			dropIfEmpty(sh, sc)
@@ -104,7 +109,9 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // A scope that has expired forgets its run: a claim abandoned in it (lease
 // ended) goes with the scope, so the next Claim there is a fresh one
 // (TakenOver false), like every other call of the new run. A live claim
-// survives its scope's expiry and still blocks other callers.
+// survives its scope's expiry and still blocks other callers. A released
+// record of this call is claimed again (Attempts + 1, LastError kept,
+// TakenOver false); one of another call counts as no record.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := ctxDone(ctx); err != nil {
 		return store.ClaimResult{}, err
@@ -122,7 +129,9 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 		now := s.clock.Now()
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
-		if old := sc.records[e.Key]; old != nil {
+		if old := sc.records[e.Key]; old != nil && old.rec.Status == store.StatusReleased && old.rec.Fingerprint != e.Fingerprint {
+			s.removeEntry(sc, e.Key, old) // another call's failure: as if absent
+		} else if old != nil {
 			if old.rec.Fingerprint != e.Fingerprint {
 				sh.mu.Unlock()
 				sh.stats.mismatches.Add(1)
@@ -139,18 +148,28 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 				sh.mu.Unlock()
 				return store.ClaimResult{State: store.InFlight, Record: rec}, nil
 			}
-			// The holder's lease ended without an outcome: take over. Waiters
-			// wake and see the new claim.
-			close(old.changed)
+			// The holder's lease ended without an outcome (a takeover: waiters
+			// wake and see the new claim), or the last attempt was released
+			// after a failure (a known outcome, so no takeover).
+			takenOver := old.rec.Status == store.StatusPending
+			if takenOver {
+				close(old.changed)
+			} else {
+				old.rec.Status = store.StatusPending
+				sc.pending++
+			}
 			old.changed = make(chan struct{})
 			old.rec.Token = s.tokens.Add(1)
 			old.rec.LeaseUntil = now.Add(lease)
+			old.rec.ClaimedAt = now
 			old.rec.Attempts++
 			old.rec.UpdatedAt = now
-			res := store.ClaimResult{State: store.Claimed, Record: s.out(old, sc), Claim: claimOf(old), TakenOver: true}
+			res := store.ClaimResult{State: store.Claimed, Record: s.out(old, sc), Claim: claimOf(old), TakenOver: takenOver}
 			sh.mu.Unlock()
 			sh.stats.claims.Add(1)
-			sh.stats.takeovers.Add(1)
+			if takenOver {
+				sh.stats.takeovers.Add(1)
+			}
 			return res, nil
 		}
 		if err := s.reserve(1, cost); err != nil {
@@ -169,6 +188,7 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 			Fingerprint: e.Fingerprint,
 			Token:       s.tokens.Add(1),
 			LeaseUntil:  now.Add(lease),
+			ClaimedAt:   now,
 			Attempts:    1,
 			CreatedAt:   now,
 			UpdatedAt:   now,
@@ -244,9 +264,10 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	}
 }
 
-// Release gives up the claim c: the record goes away, so the next caller
-// runs the call. The memory store keeps no record of cause, since the record
-// it would belong to is gone.
+// Release gives up the claim c: the record stays as StatusReleased with
+// cause (sanitised) as its LastError, and the next caller runs the call.
+// Waiters wake. When the store is too full to account for the cause's
+// bytes, the cause is not kept: a release is never refused for its text.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
 	if err := ctxDone(ctx); err != nil {
 		return err
@@ -254,16 +275,56 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 	if err := s.checkClaim(c); err != nil {
 		return err
 	}
+	cause = store.SanitizeCause(cause)
 	sh := s.shardFor(c.Scope)
+	now := s.clock.Now()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, sc := held(sh, c)
 	if e == nil {
 		return leaseLost(c)
 	}
-	s.removeEntry(sc, c.Key, e)
-	dropIfEmpty(sh, sc)
+	s.release(sc, e, e.rec.Token, cause, now)
 	return nil
+}
+
+// release turns the pending or released record e into a released one with
+// token and cause, waking its waiters. The caller holds the shard's write
+// lock.
+func (s *Store) release(sc *scope, e *entry, token int64, cause string, now time.Time) {
+	s.setLastError(e, cause)
+	if e.rec.Status == store.StatusPending {
+		sc.pending--
+	}
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
+	e.rec.Status = store.StatusReleased
+	e.rec.Token = token
+	if e.rec.LeaseUntil.After(now) {
+		e.rec.LeaseUntil = now // the lease ends with the release
+	}
+	e.rec.UpdatedAt = now
+}
+
+// setLastError replaces e's LastError and its accounted bytes; without room
+// for the new text, the record keeps none. The caller holds the shard's
+// write lock.
+func (s *Store) setLastError(e *entry, cause string) {
+	old := int64(len(e.rec.LastError))
+	delta := int64(len(cause)) - old
+	switch {
+	case delta > 0 && s.reserve(0, delta) != nil:
+		s.bytes.Add(-old)
+		e.cost -= old
+		e.rec.LastError = ""
+		return
+	case delta <= 0:
+		s.bytes.Add(delta) // reserve accounted a positive delta already
+	}
+	e.cost += delta
+	e.rec.LastError = cause
 }
 
 // Renew extends the lease of c to now + lease, if c.Token is still current.
