@@ -5,14 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/idemstore/idemstore/store"
 )
-
-// maxCauseBytes bounds the failure text kept by Release for operators: a
-// tool's error may carry a whole response body.
-const maxCauseBytes = 1024
 
 // runClaimed runs a call under the claim cr grants: reconcile first if an
 // earlier attempt's outcome is unknown, otherwise run the tool; keep the
@@ -108,7 +103,9 @@ func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim,
 func (e *Idempotent) release(ctx context.Context, ent store.Entry, c store.Claim, cause string) {
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
-	err := e.st.Release(wctx, c, sanitizeCause(cause))
+	// Stores sanitise the cause themselves; doing it here too keeps a store
+	// of one's own from receiving a whole response body.
+	err := e.st.Release(wctx, c, store.SanitizeCause(cause))
 	switch {
 	case err == nil:
 		e.debug(ctx, "idemstore: claim released after a failure", ent)
@@ -118,20 +115,3 @@ func (e *Idempotent) release(ctx context.Context, ent store.Entry, c store.Claim
 		e.warn(ctx, "idemstore: could not release the claim; it will expire", ent, err)
 	}
 }
-
-// sanitizeCause makes a failure text fit any store: valid UTF-8, no NUL
-// (PostgreSQL text cannot hold it), at most maxCauseBytes.
-func sanitizeCause(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	if len(s) <= maxCauseBytes {
-		return s
-	}
-	cut := maxCauseBytes
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

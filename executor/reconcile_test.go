@@ -154,7 +154,7 @@ func TestDownstreamKeyIsStableAcrossRetriesAndTakeover(t *testing.T) {
 	require.Equal(t, CallInfo{Scope: testScope, Key: infos[0].Key, DownstreamKey: infos[0].DownstreamKey, Attempt: 1, Claim: infos[0].Claim}, infos[0])
 	require.Equal(t, store.Claim{Scope: testScope, Key: infos[0].Key, Token: infos[0].Claim.Token, LeaseUntil: infos[0].Claim.LeaseUntil, Attempt: 1}, infos[0].Claim)
 	require.NotZero(t, infos[0].Claim.Token)
-	require.Equal(t, 2, infos[1].Attempt, "a released claim leaves no record, so the crashed claim was attempt 1")
+	require.Equal(t, 3, infos[1].Attempt, "every claim counts: the released one, the crashed one, the takeover")
 	require.True(t, infos[1].TakenOver)
 
 	// Another run (scope) gets another downstream key for the same call.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -20,13 +23,20 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		return store.ClaimResult{}, err
 	}
 	var (
-		won bool
-		row recordScan
+		won   bool
+		prior pgtype.Int2
+		row   recordScan
 	)
-	targets := append([]any{&won}, row.targets()...)
-	err := s.pool.QueryRow(ctx, s.sql.claim,
-		scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(s.scopeTTL(opts)),
-	).Scan(targets...)
+	targets := append([]any{&won, &prior}, row.targets()...)
+	// A claim whose connection failed mid-statement is not sent again: it
+	// may have been granted under a token this caller never saw, and a
+	// second claim would find it in flight. Its lease ends, and the next
+	// caller takes it over (asking the tool's Reconciler first).
+	err := s.do(ctx, "claim", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.claim,
+			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(s.scopeTTL(opts)),
+		).Scan(targets...)
+	})
 	if err != nil {
 		return store.ClaimResult{}, s.translate("claim", err)
 	}
@@ -36,7 +46,12 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	}
 	if won {
 		s.stats.claims.Add(1)
-		takenOver := rec.Attempts > 1
+		// A later attempt is a takeover (the earlier outcome is unknown)
+		// unless the row this statement saw was released by this call: then
+		// the earlier attempt is known to have failed. A row that changed
+		// after the statement's snapshot counts as a takeover, the cautious
+		// reading (it only makes the executor ask the tool's Reconciler).
+		takenOver := rec.Attempts > 1 && !(prior.Valid && store.Status(prior.Int16) == store.StatusReleased)
 		if takenOver {
 			s.stats.takeovers.Add(1)
 		}

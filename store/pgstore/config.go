@@ -21,6 +21,20 @@ const (
 	// DefaultWriteTimeout bounds an outcome write (Complete, Release) that
 	// runs on after the caller's context is cancelled.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxRetries is how often an operation is sent again after a
+	// failure that is safe to retry: enough to ride out a failover's
+	// dropped connections or a burst of deadlocks, few enough that a
+	// database that is really down is reported within a second or two.
+	DefaultMaxRetries = 3
+	// DefaultRetryBackoff is the delay before the first retry.
+	DefaultRetryBackoff = 50 * time.Millisecond
+	// DefaultMaxRetryBackoff caps the delay between two retries.
+	DefaultMaxRetryBackoff = time.Second
+	// DefaultAcquireTimeout bounds the wait for a pooled connection when
+	// every connection is in use, so that an exhausted pool gives
+	// store.ErrPoolExhausted instead of hanging a caller without a
+	// deadline.
+	DefaultAcquireTimeout = 5 * time.Second
 )
 
 // MaxScopeBytesLimit is the largest Limits.MaxScopeBytes the store accepts.
@@ -53,9 +67,35 @@ type Config struct {
 	// context.WithoutCancel so that a caller giving up cannot lose a
 	// finished outcome. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// MaxRetries bounds how often one operation is sent again after a
+	// failure that cannot have taken effect: a connection lost before the
+	// statement was sent, a serialization failure (SQLSTATE 40001), a
+	// deadlock (40P01), or a server that dropped the connection with an
+	// error (class 08, 57P01-57P03). Reads, and writes whose repetition is
+	// harmless, are also retried after a connection lost mid-statement; a
+	// Complete, Release or Renew that lost its acknowledgement is settled by
+	// reading the record back instead (see Complete). The caller's deadline
+	// and cancellation are never retried. Defaults to DefaultMaxRetries; set
+	// it negative for no retries.
+	MaxRetries int
+	// RetryBackoff is the delay before the first retry; each later one
+	// doubles it, up to MaxRetryBackoff, and every delay is jittered (a
+	// random point between half and all of it) so that processes that
+	// failed together do not retry together. Defaults to
+	// DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// MaxRetryBackoff caps the delay between two retries. Defaults to
+	// DefaultMaxRetryBackoff.
+	MaxRetryBackoff time.Duration
+	// AcquireTimeout bounds how long an operation waits for a connection
+	// of the pool, even when the caller's context has no deadline (a
+	// shorter deadline of the caller wins). When every connection stayed in
+	// use, the operation fails with a *store.UnavailableError wrapping
+	// store.ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
+	AcquireTimeout time.Duration
 	// Logger receives the store's operational messages (listener
-	// reconnects, released claims with their cause). Defaults to a logger
-	// that discards everything.
+	// reconnects, released claims with their cause, retries, writes settled
+	// by reading them back). Defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
 
@@ -90,6 +130,21 @@ func (c *Config) withDefaults() Config {
 	if out.WriteTimeout == 0 {
 		out.WriteTimeout = DefaultWriteTimeout
 	}
+	if out.MaxRetries == 0 {
+		out.MaxRetries = DefaultMaxRetries
+	}
+	if out.MaxRetries < 0 {
+		out.MaxRetries = 0
+	}
+	if out.RetryBackoff == 0 {
+		out.RetryBackoff = DefaultRetryBackoff
+	}
+	if out.MaxRetryBackoff == 0 {
+		out.MaxRetryBackoff = max(DefaultMaxRetryBackoff, out.RetryBackoff)
+	}
+	if out.AcquireTimeout == 0 {
+		out.AcquireTimeout = DefaultAcquireTimeout
+	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -116,6 +171,12 @@ func (c *Config) validate() error {
 		return &ConfigError{Field: "PollInterval", Problem: "negative"}
 	case c.WriteTimeout < 0:
 		return &ConfigError{Field: "WriteTimeout", Problem: "negative"}
+	case c.RetryBackoff < 0:
+		return &ConfigError{Field: "RetryBackoff", Problem: "negative"}
+	case c.MaxRetryBackoff < c.RetryBackoff:
+		return &ConfigError{Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
+	case c.AcquireTimeout < 0:
+		return &ConfigError{Field: "AcquireTimeout", Problem: "negative"}
 	case l.MaxScopeBytes < 0:
 		return &ConfigError{Field: "Limits.MaxScopeBytes", Problem: "negative"}
 	case l.MaxScopeBytes > MaxScopeBytesLimit:

@@ -18,6 +18,17 @@
 //     a caller that gives up cannot lose a finished outcome; CompleteTx
 //     stores the outcome inside the caller's own pgx.Tx, so a tool's write to
 //     the same database and its record commit together;
+//   - a failure that cannot have taken effect (a connection lost before the
+//     statement was sent, a serialization failure, a deadlock, a connection
+//     the server dropped) is retried with capped, jittered backoff
+//     (Config.MaxRetries); a Complete, Release or Renew whose connection
+//     failed after it was sent is settled by reading the record back, never
+//     by sending it blindly again; the caller's deadline and cancellation
+//     are never retried;
+//   - a connection is held only for an operation's own statements, never
+//     while a tool runs, and waiting for one is bounded
+//     (Config.AcquireTimeout): an exhausted pool gives
+//     store.ErrPoolExhausted;
 //   - waiters are woken by NOTIFY on one channel per schema, heard by one
 //     listener connection per Store, with polling as the fallback. Only
 //     records a waiter marked are announced: a notifying commit holds a
@@ -28,6 +39,10 @@
 // losing an insert race it could not see). A Claim or Put that finds a
 // record it must not replace only reads: no lock, no commit flush.
 // ExtendScope and DeleteScope are a short transaction of two statements.
+//
+// Release keeps the record as released (attempts and last error) for
+// operators; the Store implements store.Inspector, whose listing and
+// resolutions docs/operations.md also gives as SQL.
 //
 // A Store is safe for concurrent use. Close it to stop its listener; it does
 // not own the pool. Run a Cleaner (NewCleaner) in at least one process to

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemstore/idemstore/store"
 )
+
+// This file is the one place that reads driver errors: translate turns them
+// into the store's typed errors, and retryable and mayHaveApplied decide
+// what a failed statement means for retrying it.
 
 // translate is the one place where driver errors become the store's typed
 // errors. PostgreSQL errors are told apart by SQLSTATE, never by message
@@ -21,9 +26,15 @@ func (s *Store) translate(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	// Already the store's own (an exhausted pool, a lost lease found by a
+	// read-back): keep it as it is.
+	var ue *store.UnavailableError
+	if errors.As(err, &ue) {
+		return err
+	}
 	// The caller's own cancellation or deadline is not the store failing:
 	// keep it matchable with errors.Is(err, context.Canceled).
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if isContextError(err) {
 		return fmt.Errorf("idemstore: %s: %w", op, err)
 	}
 	var pgErr *pgconn.PgError
@@ -44,3 +55,86 @@ func (s *Store) translate(op string, err error) error {
 	}
 	return &store.UnavailableError{Op: op, Err: err}
 }
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// rerun says when a statement whose connection failed may be sent again.
+type rerun uint8
+
+const (
+	// rerunIfNotApplied: only when the failure proves that the statement
+	// took no effect (see retryable).
+	rerunIfNotApplied rerun = iota
+	// rerunAlways: also after a connection lost mid-statement, because the
+	// statement only reads, or applying it twice is the same as once.
+	rerunAlways
+)
+
+// retryable reports whether a statement that failed with err may be sent
+// again under policy rr:
+//   - never after the caller's cancellation or deadline;
+//   - always when nothing reached the server (pgconn.SafeToRetry: the
+//     connection failed before the statement was sent; or no connection
+//     could be opened);
+//   - when the server reported an error that a new attempt can cure: a
+//     serialization failure (40001), a deadlock (40P01), or a connection
+//     the server dropped (class 08, 57P01 admin shutdown, 57P02 crash
+//     shutdown, 57P03 cannot connect now). A statement the server answered
+//     with an error took no effect, so rerunning it is safe for any
+//     statement;
+//   - after a failure that may have applied (mayHaveApplied) only under
+//     rerunAlways.
+func retryable(err error, rr rerun) bool {
+	if err == nil || isContextError(err) {
+		return false
+	}
+	var ae *acquireError
+	if errors.As(err, &ae) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return retryableCode(pgErr.Code)
+	}
+	return rr == rerunAlways && mayHaveApplied(err)
+}
+
+// retryableCode reports whether a PostgreSQL error is one that the same
+// statement may not meet again.
+func retryableCode(code string) bool {
+	switch code {
+	case "40001", // serialization_failure
+		"40P01", // deadlock_detected
+		"57P01", // admin_shutdown: the backend was terminated
+		"57P02", // crash_shutdown
+		"57P03": // cannot_connect_now: the server is starting or stopping
+		return true
+	}
+	return len(code) == 5 && code[:2] == "08" // connection_exception
+}
+
+// mayHaveApplied reports whether a statement that failed with err may
+// nonetheless have taken effect: the connection failed after the statement
+// was sent (a lost commit acknowledgement looks exactly like this), so only
+// the database can tell. The server's own error reports, failures before
+// sending, the caller's cancellation and "no row" are all definite.
+func mayHaveApplied(err error) bool {
+	if err == nil || isContextError(err) || errors.Is(err, pgx.ErrNoRows) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var (
+		pgErr *pgconn.PgError
+		ae    *acquireError
+		ue    *store.UnavailableError
+	)
+	return !errors.As(err, &pgErr) && !errors.As(err, &ae) && !errors.As(err, &ue)
+}
+
+// acquireError is a failure to get a connection from the pool (it could not
+// open one): nothing was sent, so the operation may be retried.
+type acquireError struct{ err error }
+
+func (e *acquireError) Error() string { return "acquire a connection: " + e.err.Error() }
+func (e *acquireError) Unwrap() error { return e.err }

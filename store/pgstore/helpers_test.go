@@ -75,3 +75,41 @@ func countRows(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema, ta
 	require.NoError(t, err)
 	return n
 }
+
+// awaitWatched waits until a waiter has marked the record of key in scope
+// watched: from then on a change of it is announced by NOTIFY. It polls the
+// database for that condition (no fixed sleep), failing when ctx ends.
+func awaitWatched(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema, scope string, key keyhash.Sum) {
+	t.Helper()
+	sql := "SELECT watched FROM " + pgx.Identifier{schema, "idem_records"}.Sanitize() + " WHERE scope = $1 AND key = $2"
+	for {
+		var watched bool
+		require.NoError(t, pool.QueryRow(ctx, sql, scope, key[:]).Scan(&watched))
+		if watched {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no waiter marked %s/%s watched: %v", scope, key, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// awaitListening waits until n sessions listen on schema's channel.
+func awaitListening(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string, n int) {
+	t.Helper()
+	for {
+		var got int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = $1`,
+			"LISTEN "+pgx.Identifier{"idemstore_" + schema}.Sanitize()).Scan(&got))
+		if got >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d sessions listen on %s's channel, want %d: %v", got, schema, n, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

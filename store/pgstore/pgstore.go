@@ -43,6 +43,11 @@ type Store struct {
 	writeTimeout time.Duration
 	log          *slog.Logger
 
+	maxRetries      int
+	retryBackoff    time.Duration
+	maxRetryBackoff time.Duration
+	acquireTimeout  time.Duration
+
 	waiters  waiters
 	listener *listener
 
@@ -79,6 +84,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		writeTimeout: c.WriteTimeout,
 		log:          c.Logger,
 		closed:       make(chan struct{}),
+
+		maxRetries:      c.MaxRetries,
+		retryBackoff:    c.RetryBackoff,
+		maxRetryBackoff: c.MaxRetryBackoff,
+		acquireTimeout:  c.AcquireTimeout,
 	}
 	s.waiters.init()
 	s.listener = newListener(pool, s.channel, s.log, &s.waiters)
@@ -101,6 +111,10 @@ func (s *Store) Close() {
 
 // Schema returns the schema the store uses.
 func (s *Store) Schema() string { return s.schema }
+
+// Limits returns the limits the store enforces, with defaults applied. The
+// idempotent executor checks a scope against them before it is used.
+func (s *Store) Limits() store.Limits { return s.limits }
 
 // checkOpen returns store.ErrClosed after Close.
 func (s *Store) checkOpen() error {

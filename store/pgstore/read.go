@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
@@ -32,7 +33,9 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 		return store.Record{}, err
 	}
 	var row recordScan
-	err := s.pool.QueryRow(ctx, s.sql.get, scope, key[:]).Scan(row.targets()...)
+	err := s.do(ctx, "lookup", rerunAlways, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.get, scope, key[:]).Scan(row.targets()...)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.stats.misses.Add(1)
 		return store.Record{}, store.ErrNotFound
@@ -67,31 +70,35 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 	if len(keys) == 0 {
 		return found, nil
 	}
-	rows, err := s.pool.Query(ctx, s.sql.getMany, scope, args)
+	err := s.do(ctx, "lookup", rerunAlways, func(conn *pgxpool.Conn) error {
+		clear(found)
+		rows, err := conn.Query(ctx, s.sql.getMany, scope, args)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var (
+			keyCol []byte
+			row    recordScan
+		)
+		targets := append([]any{&keyCol}, row.targets()...)
+		for rows.Next() {
+			if err := rows.Scan(targets...); err != nil {
+				return err
+			}
+			key, err := sumOf(keyCol)
+			if err != nil {
+				return err
+			}
+			rec, err := row.record(scope, key)
+			if err != nil {
+				return err
+			}
+			found[key] = rec
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return nil, s.translate("lookup", err)
-	}
-	defer rows.Close()
-	var (
-		keyCol []byte
-		row    recordScan
-	)
-	targets := append([]any{&keyCol}, row.targets()...)
-	for rows.Next() {
-		if err := rows.Scan(targets...); err != nil {
-			return nil, s.translate("lookup", err)
-		}
-		key, err := sumOf(keyCol)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := row.record(scope, key)
-		if err != nil {
-			return nil, err
-		}
-		found[key] = rec
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.translate("lookup", err)
 	}
 	// Every requested key counts once, as a hit or a miss (as in memstore).
@@ -104,4 +111,28 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 	s.stats.hits.Add(hits)
 	s.stats.misses.Add(uint64(len(keys)) - hits)
 	return found, nil
+}
+
+// errNoRows is what a fenced write reports when its claim is gone.
+var errNoRows = pgx.ErrNoRows
+
+// readRecord reads the record of key in scope whatever its state: found is
+// false when there is none; dead tells a record of an expired scope that is
+// no live claim. It only reads, so it is retried after any connection
+// failure. It settles writes whose acknowledgement was lost, and tells why
+// an operator's resolution was refused.
+func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (rec store.Record, dead, found bool, err error) {
+	var row recordScan
+	targets := append([]any{&dead}, row.targets()...)
+	err = s.do(ctx, "read back", rerunAlways, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.read, scope, key[:]).Scan(targets...)
+	})
+	if isNoRows(err) {
+		return store.Record{}, false, false, nil
+	}
+	if err != nil {
+		return store.Record{}, false, false, err
+	}
+	rec, err = row.record(scope, key)
+	return rec, dead, err == nil, err
 }

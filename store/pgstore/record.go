@@ -50,12 +50,15 @@ type recordScan struct {
 	createdAt   time.Time
 	updatedAt   time.Time
 	expiresAt   time.Time
+	lastError   pgtype.Text
+	claimedAt   pgtype.Timestamptz
 }
 
 // targets returns pointers to the fields, in recordColumns order.
 func (r *recordScan) targets() []any {
 	return []any{&r.status, &r.tool, &r.fingerprint, &r.outcomeKind, &r.encoding, &r.result,
-		&r.token, &r.leaseUntil, &r.attempts, &r.createdAt, &r.updatedAt, &r.expiresAt}
+		&r.token, &r.leaseUntil, &r.attempts, &r.createdAt, &r.updatedAt, &r.expiresAt,
+		&r.lastError, &r.claimedAt}
 }
 
 // record builds the store.Record of a scanned row.
@@ -70,6 +73,7 @@ func (r *recordScan) record(scope string, key keyhash.Sum) (store.Record, error)
 		CreatedAt: r.createdAt,
 		UpdatedAt: r.updatedAt,
 		ExpiresAt: r.expiresAt,
+		LastError: r.lastError.String, // "" when NULL
 	}
 	if len(r.fingerprint) != len(rec.Fingerprint) {
 		return store.Record{}, fmt.Errorf("idemstore: stored fingerprint has %d bytes, want %d", len(r.fingerprint), len(rec.Fingerprint))
@@ -77,6 +81,9 @@ func (r *recordScan) record(scope string, key keyhash.Sum) (store.Record, error)
 	copy(rec.Fingerprint[:], r.fingerprint)
 	if r.leaseUntil.Valid {
 		rec.LeaseUntil = r.leaseUntil.Time
+	}
+	if r.claimedAt.Valid {
+		rec.ClaimedAt = r.claimedAt.Time
 	}
 	if rec.Status == store.StatusCompleted {
 		result, err := decodeResult(r.encoding.Int16, r.result)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/store"
 )
@@ -31,17 +32,21 @@ func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration
 	if err := store.CheckDuration("ttl", ttl); err != nil {
 		return err
 	}
-	err := pgx.BeginTxFunc(ctx, s.pool, scopeTxOptions, func(tx pgx.Tx) error {
-		var expires time.Time
-		err := tx.QueryRow(ctx, s.sql.extendScope, scope, micros(ttl)).Scan(&expires)
-		if isNoRows(err) {
-			return nil
-		}
-		if err != nil {
+	// Extending twice is extending once, so it is sent again whatever
+	// happened to the connection.
+	err := s.do(ctx, "extend scope", rerunAlways, func(conn *pgxpool.Conn) error {
+		return pgx.BeginTxFunc(ctx, conn, scopeTxOptions, func(tx pgx.Tx) error {
+			var expires time.Time
+			err := tx.QueryRow(ctx, s.sql.extendScope, scope, micros(ttl)).Scan(&expires)
+			if isNoRows(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, s.sql.extendRecords, scope, expires)
 			return err
-		}
-		_, err = tx.Exec(ctx, s.sql.extendRecords, scope, expires)
-		return err
+		})
 	})
 	return s.translate("extend scope", err)
 }
@@ -57,11 +62,13 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 		return 0, err
 	}
 	var n int64
-	err := pgx.BeginTxFunc(ctx, s.pool, scopeTxOptions, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql.deleteScopeRow, scope); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, s.sql.deleteScopeRecords, scope, s.channel, scopePayload(scope)).Scan(&n)
+	err := s.do(ctx, "delete scope", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
+		return pgx.BeginTxFunc(ctx, conn, scopeTxOptions, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, s.sql.deleteScopeRow, scope); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, s.sql.deleteScopeRecords, scope, s.channel, scopePayload(scope)).Scan(&n)
+		})
 	})
 	if err != nil {
 		return 0, s.translate("delete scope", err)
@@ -82,7 +89,9 @@ func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 		return 0, &store.InputError{Field: "limit", Problem: "not positive"}
 	}
 	var n int64
-	err := s.pool.QueryRow(ctx, s.sql.removeExpired, limit).Scan(&n)
+	err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.removeExpired, limit).Scan(&n)
+	})
 	if err != nil {
 		return 0, s.translate("remove expired", err)
 	}

@@ -11,15 +11,17 @@ import "strings"
 // inside a caller's longer transaction). Durations travel as microsecond
 // bigints, never as instants computed by the Go process.
 //
-// Status values: 1 = pending, 2 = completed (store.StatusPending,
-// store.StatusCompleted). A record is "dead" when its scope has expired and
-// it is not a pending record whose lease is still live; a dead record is as
-// good as absent and a new write may replace it.
+// Status values: 1 = pending, 2 = completed, 3 = released
+// (store.StatusPending, store.StatusCompleted, store.StatusReleased). A
+// record is "dead" when its scope has expired and it is not a pending record
+// whose lease is still live; a dead record is as good as absent and a new
+// write may replace it. A released record is kept for operators only: no
+// statement replays it, and a new claim or Put takes its place.
 
 // recordColumns are the columns every statement that returns a record returns,
 // in the order recordScan.targets lists them.
 const recordColumns = `status, tool, fingerprint, outcome_kind, encoding, result,
-	token, lease_until, attempts, created_at, updated_at, expires_at`
+	token, lease_until, attempts, created_at, updated_at, expires_at, last_error, claimed_at`
 
 // getSQL is the hit path: one primary-key probe; expired and pending records
 // are not found.
@@ -69,18 +71,23 @@ const scopeCTEs = `live_scope AS (
 // It reads the key's row in the statement's snapshot (existing). When that
 // row decides the answer by itself (a live completed record, a live claim, a
 // fingerprint mismatch) nothing is written and the row is returned. Otherwise
-// (no row, a dead row, or a pending row of this call whose lease expired:
-// attempt) it tries to take the key with INSERT … ON CONFLICT DO UPDATE.
+// (no row, a dead row, a released row, or a pending row of this call whose
+// lease expired: attempt) it tries to take the key with INSERT … ON
+// CONFLICT DO UPDATE.
 //
 // A row that another caller inserted or took over after the snapshot is
 // invisible to any plain SELECT of this statement, but ON CONFLICT sees and
 // locks its latest version. So the DO UPDATE re-decides on that version: it
-// writes the claim only when the row is still dead (a fresh start: attempts
-// 1) or its lease still expired (a takeover: attempts + 1), and otherwise
-// writes the row's own values back, which makes RETURNING hand back the
-// winner's row. Whether this caller got the key is then "the returned token
-// is the one this statement drew". The decision Claimed / Completed /
-// InFlight / mismatch is thus always made from this one statement's result.
+// writes the claim only when the row is still dead or released by another
+// call (a fresh start: attempts 1, no last error), released by this call (a
+// new attempt after a known failure: attempts + 1) or its lease still
+// expired (a takeover: attempts + 1), and otherwise writes the row's own
+// values back, which makes RETURNING hand back the winner's row. Whether
+// this caller got the key is then "the returned token is the one this
+// statement drew". The decision Claimed / Completed / InFlight / mismatch is
+// thus always made from this one statement's result. The snapshot row's
+// status comes back too (prior), so that a claim over a released row is not
+// mistaken for a takeover.
 const claimSQL = `WITH existing AS (
 	SELECT ` + recordColumns + `
 	FROM {schema}.idem_records
@@ -90,47 +97,55 @@ const claimSQL = `WITH existing AS (
 		SELECT FROM existing e
 		WHERE NOT (
 			(e.expires_at <= now() AND NOT (e.status = 1 AND e.lease_until > now()))
-			OR (e.status = 1 AND e.lease_until <= now() AND e.fingerprint = $4))) AS go
+			OR (e.status = 1 AND e.lease_until <= now() AND e.fingerprint = $4)
+			OR e.status = 3)) AS go
 ), ` + scopeCTEs + `, new_token AS MATERIALIZED (
 	SELECT nextval('{schema_literal}.idem_token_seq') AS token
 ), granted AS (
 	INSERT INTO {schema}.idem_records AS r
 		(scope, key, status, tool, fingerprint, token, lease_until,
-		 attempts, created_at, updated_at, expires_at)
+		 attempts, created_at, updated_at, expires_at, claimed_at)
 	SELECT $1, $2, 1, $3, $4, (SELECT token FROM new_token),
 		now() + $5::bigint * interval '1 microsecond',
-		1, now(), now(), (SELECT expires_at FROM scope_expiry)
+		1, now(), now(), (SELECT expires_at FROM scope_expiry), now()
 	WHERE (SELECT go FROM attempt)
 	ON CONFLICT (scope, key) DO UPDATE SET
-		status       = CASE WHEN {dead} OR {lapsed} THEN excluded.status       ELSE r.status       END,
-		tool         = CASE WHEN {dead} OR {lapsed} THEN excluded.tool         ELSE r.tool         END,
-		fingerprint  = CASE WHEN {dead} OR {lapsed} THEN excluded.fingerprint  ELSE r.fingerprint  END,
-		outcome_kind = CASE WHEN {dead}             THEN NULL                  ELSE r.outcome_kind END,
-		encoding     = CASE WHEN {dead}             THEN NULL                  ELSE r.encoding     END,
-		result       = CASE WHEN {dead}             THEN NULL                  ELSE r.result       END,
-		token        = CASE WHEN {dead} OR {lapsed} THEN excluded.token        ELSE r.token        END,
-		lease_until  = CASE WHEN {dead} OR {lapsed} THEN excluded.lease_until  ELSE r.lease_until  END,
-		attempts     = CASE WHEN {dead} THEN 1 WHEN {lapsed} THEN r.attempts + 1 ELSE r.attempts END,
-		created_at   = CASE WHEN {dead}             THEN now()                 ELSE r.created_at   END,
-		updated_at   = CASE WHEN {dead} OR {lapsed} THEN now()                 ELSE r.updated_at   END,
-		expires_at   = CASE WHEN {dead} OR {lapsed} THEN excluded.expires_at   ELSE r.expires_at   END,
-		watched      = CASE WHEN {dead} OR {lapsed} THEN false                 ELSE r.watched      END
+		status       = CASE WHEN {take}  THEN excluded.status       ELSE r.status       END,
+		tool         = CASE WHEN {take}  THEN excluded.tool         ELSE r.tool         END,
+		fingerprint  = CASE WHEN {take}  THEN excluded.fingerprint  ELSE r.fingerprint  END,
+		outcome_kind = CASE WHEN {dead}  THEN NULL                  ELSE r.outcome_kind END,
+		encoding     = CASE WHEN {dead}  THEN NULL                  ELSE r.encoding     END,
+		result       = CASE WHEN {dead}  THEN NULL                  ELSE r.result       END,
+		token        = CASE WHEN {take}  THEN excluded.token        ELSE r.token        END,
+		lease_until  = CASE WHEN {take}  THEN excluded.lease_until  ELSE r.lease_until  END,
+		attempts     = CASE WHEN {fresh} THEN 1 WHEN {take} THEN r.attempts + 1 ELSE r.attempts END,
+		created_at   = CASE WHEN {fresh} THEN now()                 ELSE r.created_at   END,
+		updated_at   = CASE WHEN {take}  THEN now()                 ELSE r.updated_at   END,
+		expires_at   = CASE WHEN {take}  THEN excluded.expires_at   ELSE r.expires_at   END,
+		watched      = CASE WHEN {take}  THEN false                 ELSE r.watched      END,
+		last_error   = CASE WHEN {fresh} THEN NULL                  ELSE r.last_error   END,
+		claimed_at   = CASE WHEN {take}  THEN now()                 ELSE r.claimed_at   END
 	RETURNING ` + recordColumns + `
 )
-SELECT g.token = (SELECT token FROM new_token) AS won, g.*
+SELECT g.token = (SELECT token FROM new_token) AS won, (SELECT status FROM existing) AS prior, g.*
 FROM granted g
 UNION ALL
-SELECT false, e.*
+SELECT false, e.status, e.*
 FROM existing e
 WHERE NOT EXISTS (SELECT FROM granted)`
 
 // Conditions on the conflicting row r inside claimSQL's DO UPDATE. A row
 // whose scope expired and whose lease is not live is dead: the claim starts
 // afresh over it, whatever its fingerprint. A pending row of the same call
-// whose lease ended in a live scope has lapsed: the claim takes it over.
+// whose lease ended in a live scope has lapsed: the claim takes it over. A
+// released row is taken by any call: as a new attempt of the same call, or
+// afresh for another (a failure is not an outcome, so it refuses nobody).
 const (
-	deadRowSQL   = `(r.expires_at <= now() AND NOT (r.status = 1 AND r.lease_until > now()))`
-	lapsedRowSQL = `(r.status = 1 AND r.lease_until <= now() AND r.fingerprint = excluded.fingerprint)`
+	deadRowSQL     = `(r.expires_at <= now() AND NOT (r.status = 1 AND r.lease_until > now()))`
+	lapsedRowSQL   = `(r.status = 1 AND r.lease_until <= now() AND r.fingerprint = excluded.fingerprint)`
+	releasedRowSQL = `(r.status = 3)`
+	takeRowSQL     = `(` + deadRowSQL + ` OR ` + lapsedRowSQL + ` OR ` + releasedRowSQL + `)`
+	freshRowSQL    = `(` + deadRowSQL + ` OR (` + releasedRowSQL + ` AND r.fingerprint <> excluded.fingerprint))`
 )
 
 // putSQL stores a completed record unless the key has a live one
@@ -140,8 +155,8 @@ const (
 // $6 encoding, $7 result, $8 scope TTL (µs).
 //
 // A live row in the snapshot (in a live scope, or a pending row whose lease
-// is live) is returned with stored = false. Otherwise the insert replaces
-// only a dead row. When another writer's row appeared after the snapshot the
+// is live; not a released row) is returned with stored = false. Otherwise
+// the insert replaces only a dead or released row. When another writer's row appeared after the snapshot the
 // statement returns no row, and Put runs it again: the rerun's snapshot sees
 // that row. Unlike claimSQL, Put cannot tell its own write from an identical
 // concurrent one by a token (Put records carry token 0), and the race needs
@@ -149,7 +164,7 @@ const (
 const putSQL = `WITH existing AS (
 	SELECT ` + recordColumns + `
 	FROM {schema}.idem_records
-	WHERE scope = $1 AND key = $2
+	WHERE scope = $1 AND key = $2 AND status <> 3
 	  AND (expires_at > now() OR (status = 1 AND lease_until > now()))
 ), attempt AS (
 	SELECT NOT EXISTS (SELECT FROM existing) AS go
@@ -165,8 +180,8 @@ const putSQL = `WITH existing AS (
 		outcome_kind = excluded.outcome_kind, encoding = excluded.encoding, result = excluded.result,
 		token = excluded.token, lease_until = excluded.lease_until, attempts = excluded.attempts,
 		created_at = excluded.created_at, updated_at = excluded.updated_at, expires_at = excluded.expires_at,
-		watched = false
-	WHERE ` + deadRowSQL + `
+		watched = false, last_error = NULL, claimed_at = NULL
+	WHERE ` + deadRowSQL + ` OR ` + releasedRowSQL + `
 	RETURNING ` + recordColumns + `
 )
 SELECT true AS stored, s.* FROM stored s
@@ -206,12 +221,17 @@ const completeSQL = `WITH done AS (
 SELECT ` + recordColumns + ` FROM done
 WHERE (SELECT count(*) FROM notified) >= 0`
 
-// releaseSQL removes a claim whose token is current and, if it was watched,
-// wakes its waiters (see completeSQL).
+// releaseSQL turns a claim whose token is current into a released record
+// that keeps the failure ($6) for operators, ends its lease, and, if it was
+// watched, wakes its waiters (see completeSQL). watched is left as it is
+// (RETURNING shows new values): the next claim resets it.
 //
-// Parameters: $1 scope, $2 key, $3 token, $4 channel, $5 payload.
+// Parameters: $1 scope, $2 key, $3 token, $4 channel, $5 payload, $6 cause.
 const releaseSQL = `WITH gone AS (
-	DELETE FROM {schema}.idem_records
+	UPDATE {schema}.idem_records SET
+		status = 3, last_error = $6,
+		lease_until = LEAST(lease_until, statement_timestamp()),
+		updated_at = statement_timestamp()
 	WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1
 	RETURNING watched
 ), notified AS (
@@ -219,6 +239,16 @@ const releaseSQL = `WITH gone AS (
 )
 SELECT 1 FROM gone
 WHERE (SELECT count(*) FROM notified) >= 0`
+
+// readSQL reads a record whatever its state, and whether it is dead: the
+// read-back that settles a write whose acknowledgement was lost, and tells
+// an operator's refused resolution apart.
+//
+// Parameters: $1 scope, $2 key.
+const readSQL = `SELECT (expires_at <= now() AND NOT (status = 1 AND lease_until > now())) AS dead,
+	` + recordColumns + `
+FROM {schema}.idem_records
+WHERE scope = $1 AND key = $2`
 
 // renewSQL extends the lease of a claim whose token is current.
 //
@@ -324,7 +354,8 @@ SELECT count(*) FROM removed`
 type statements struct {
 	get, getMany, claim, put, complete, release, renew, watch, waitCheck string
 	extendScope, extendRecords, deleteScopeRow, deleteScopeRecords       string
-	removeExpired                                                        string
+	removeExpired, read                                                  string
+	attention, attentionInScope, resolveStore, resolveRelease            string
 }
 
 // newStatements fills quotedSchema (already validated and quoted with
@@ -332,7 +363,8 @@ type statements struct {
 func newStatements(quotedSchema string) statements {
 	r := strings.NewReplacer(
 		"{dead}", deadRowSQL,
-		"{lapsed}", lapsedRowSQL,
+		"{take}", takeRowSQL,
+		"{fresh}", freshRowSQL,
 	)
 	// The sequence is named inside a string literal (nextval's regclass
 	// argument), so single quotes are doubled; a validated schema name
@@ -359,5 +391,10 @@ func newStatements(quotedSchema string) statements {
 		deleteScopeRow:     fill(deleteScopeRowSQL),
 		deleteScopeRecords: fill(deleteScopeRecordsSQL),
 		removeExpired:      fill(removeExpiredSQL),
+		read:               fill(readSQL),
+		attention:          fill(strings.ReplaceAll(attentionSQL, "{in_scope}", "")),
+		attentionInScope:   fill(strings.ReplaceAll(attentionSQL, "{in_scope}", "scope = $4 AND")),
+		resolveStore:       fill(resolveStoreSQL),
+		resolveRelease:     fill(resolveReleaseSQL),
 	}
 }

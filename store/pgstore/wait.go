@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -167,7 +169,9 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 			sql = s.sql.watch
 		}
 		var leftUsec int64
-		err := s.pool.QueryRow(ctx, sql, scope, key[:], token).Scan(&leftUsec)
+		err := s.do(ctx, "wait", rerunAlways, func(conn *pgxpool.Conn) error {
+			return conn.QueryRow(ctx, sql, scope, key[:], token).Scan(&leftUsec)
+		})
 		switch {
 		case isNoRows(err):
 			return nil // nothing (any more) to wait for

@@ -26,6 +26,7 @@ func TestWaiterIsWokenByNotify(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- waiter.Wait(ctx, "run", e.Key, c.Token) }()
+	awaitWatched(ctx, t, pool, schema, "run", e.Key)
 	requireBlocked(t, done)
 	_, err := holder.Complete(ctx, c, success("done"))
 	require.NoError(t, err)
@@ -80,6 +81,8 @@ func TestWaiterIsWokenAfterListenerReconnects(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- st.Wait(ctx, "run", e.Key, c.Token) }()
+	awaitWatched(ctx, t, pool, schema, "run", e.Key)
+	awaitListening(ctx, t, pool, schema, 1)
 	requireBlocked(t, done)
 	killListeners(ctx, t, pool, schema)
 	require.NoError(t, within(t, 20*time.Second, done), "woken by the reconnect")
@@ -150,6 +153,7 @@ func TestOnlyWatchedCompletionsNotify(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- st.Wait(ctx, "run", watched.Key, wc.Token) }()
+	awaitWatched(ctx, t, pool, schema, "run", watched.Key)
 	requireBlocked(t, done)
 	_, err = st.Complete(ctx, wc, success("awaited"))
 	require.NoError(t, err)

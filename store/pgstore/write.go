@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/store"
 )
@@ -36,9 +37,13 @@ func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.
 			row    recordScan
 		)
 		targets := append([]any{&stored}, row.targets()...)
-		err := s.pool.QueryRow(ctx, s.sql.put,
-			scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(s.scopeTTL(opts)),
-		).Scan(targets...)
+		// Put may be sent again whatever happened to its connection: a
+		// second run finds the first one's record and returns it.
+		err := s.do(ctx, "put", rerunAlways, func(conn *pgxpool.Conn) error {
+			return conn.QueryRow(ctx, s.sql.put,
+				scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(s.scopeTTL(opts)),
+			).Scan(targets...)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -64,6 +69,13 @@ func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.
 // context.WithoutCancel plus Config.WriteTimeout, so a caller that gives up
 // after the tool ran cannot lose its outcome. *store.LeaseLostError when
 // c.Token is not current.
+//
+// When the connection fails after the statement was sent (the commit's
+// acknowledgement may be lost), Complete reads the record back rather than
+// guess: completed under c's token means it was stored, and that record is
+// returned; still pending under c's token means it was not, and it is sent
+// again; anything else is *store.LeaseLostError. Failures that cannot have
+// taken effect are retried (see Config.MaxRetries).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
 	if err := s.checkClaim(c); err != nil {
 		return store.Record{}, err
@@ -73,7 +85,25 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	}
 	ctx, cancel := s.outcomeContext(ctx)
 	defer cancel()
-	return s.complete(ctx, s.pool, c, out)
+	var rec store.Record
+	settled, err := s.fencedWrite(ctx, "complete", c, store.StatusCompleted, func(conn *pgxpool.Conn) error {
+		var err error
+		rec, err = s.complete(ctx, conn, c, out)
+		return err
+	})
+	switch {
+	case settled != nil:
+		return *settled, nil
+	case isNoRows(err):
+		return store.Record{}, leaseLost(c)
+	case err != nil:
+		return store.Record{}, s.translate("complete", err)
+	}
+	return rec, nil
+}
+
+func leaseLost(c store.Claim) error {
+	return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
 }
 
 // CompleteTx is Complete inside the caller's transaction: a tool whose side
@@ -93,41 +123,52 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	if err := s.limits.CheckOutcome(out); err != nil {
 		return store.Record{}, err
 	}
-	return s.complete(ctx, tx, c, out)
+	rec, err := s.complete(ctx, tx, c, out)
+	if isNoRows(err) {
+		return store.Record{}, leaseLost(c)
+	}
+	if err != nil {
+		return store.Record{}, s.translate("complete", err)
+	}
+	return rec, nil
 }
 
+// complete runs completeSQL on q; errors come back untranslated (pgx.ErrNoRows:
+// the token is not current).
 func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out store.Outcome) (store.Record, error) {
 	encoding, data := encodeResult(out.Result)
 	var row recordScan
 	err := q.QueryRow(ctx, s.sql.complete,
 		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, s.channel, keyPayload(c.Scope, c.Key),
 	).Scan(row.targets()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Record{}, &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
-	}
 	if err != nil {
-		return store.Record{}, s.translate("complete", err)
+		return store.Record{}, err
 	}
 	return row.record(c.Scope, c.Key)
 }
 
-// Release gives up the claim c after a failed call: the record is removed so
-// that the next caller runs the call, and the key's waiters are woken. The
-// record goes away, so cause is not stored; it is logged (at Info) for
-// operators. Runs under context.WithoutCancel plus Config.WriteTimeout, like
-// Complete. *store.LeaseLostError when c.Token is not current.
+// Release gives up the claim c after a failed call, so that the next
+// caller runs the call: the record becomes released, keeping its attempts
+// and cause (sanitised, store.SanitizeCause) as LastError for operators, and
+// the key's waiters are woken. Runs under context.WithoutCancel plus
+// Config.WriteTimeout, like Complete, and is settled by reading the record
+// back, like Complete, when its acknowledgement is lost.
+// *store.LeaseLostError when c.Token is not current.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
 	if err := s.checkClaim(c); err != nil {
 		return err
 	}
+	cause = store.SanitizeCause(cause)
 	ctx, cancel := s.outcomeContext(ctx)
 	defer cancel()
-	var one int
-	err := s.pool.QueryRow(ctx, s.sql.release,
-		c.Scope, c.Key[:], c.Token, s.channel, keyPayload(c.Scope, c.Key),
-	).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	_, err := s.fencedWrite(ctx, "release", c, store.StatusReleased, func(conn *pgxpool.Conn) error {
+		var one int
+		return conn.QueryRow(ctx, s.sql.release,
+			c.Scope, c.Key[:], c.Token, s.channel, keyPayload(c.Scope, c.Key), cause,
+		).Scan(&one)
+	})
+	if isNoRows(err) {
+		return leaseLost(c)
 	}
 	if err != nil {
 		return s.translate("release", err)
@@ -140,7 +181,9 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 
 // Renew extends the lease of c to now + lease on the database's clock and
 // returns the renewed claim; *store.LeaseLostError when c.Token is not
-// current.
+// current. A renewal whose acknowledgement was lost is settled by reading
+// the record back: still pending under c's token, it is sent again (which
+// is what the lost one did).
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
 	if err := s.checkClaim(c); err != nil {
 		return store.Claim{}, err
@@ -152,9 +195,11 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 		until    time.Time
 		attempts int32
 	)
-	err := s.pool.QueryRow(ctx, s.sql.renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Claim{}, &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	_, err := s.fencedWrite(ctx, "renew", c, 0, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
+	})
+	if isNoRows(err) {
+		return store.Claim{}, leaseLost(c)
 	}
 	if err != nil {
 		return store.Claim{}, s.translate("renew", err)
@@ -177,7 +222,7 @@ func (s *Store) checkClaim(c store.Claim) error {
 	}
 	if c.Token <= 0 {
 		// No claim ever has such a token, so it is not current.
-		return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
+		return leaseLost(c)
 	}
 	return nil
 }

@@ -1,11 +1,15 @@
 package storetest
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -29,6 +33,8 @@ func testClaimGrantsLeaseAndToken(t *testing.T, h Harness) {
 	require.Equal(t, e.Fingerprint, rec.Fingerprint)
 	require.Equal(t, e.Tool, rec.Tool)
 	require.Equal(t, 1, rec.Attempts)
+	require.Empty(t, rec.LastError)
+	require.True(t, rec.ClaimedAt.Equal(rec.CreatedAt), "the first claim is granted when the record is made")
 	require.True(t, rec.LeaseUntil.Equal(c.LeaseUntil))
 	require.WithinDuration(t, rec.CreatedAt.Add(longLease), c.LeaseUntil, time.Second, "the lease runs from the claim")
 	requireNotFound(ctx, t, s, "run", e)
@@ -68,8 +74,10 @@ func testCompleteStoresOutcome(t *testing.T, h Harness) {
 	requireResult(ctx, t, s, "run", e, "sent")
 }
 
-// Release after a failed call removes the claim, so the next caller runs
-// the call with a new token; the released claim is dead.
+// Release after a failed call gives the claim up, so the next caller runs
+// the call with a new token; the released claim is dead. The record keeps
+// the attempt count and the failure for operators: the next claim is
+// attempt 2, not a takeover, and sees the cause as LastError.
 func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
 	ctx, s := testContext(t), h.NewStore(t)
 	e := call("id", `{}`)
@@ -77,18 +85,117 @@ func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
 
 	require.NoError(t, s.Release(ctx, c, "timeout talking to the mail server"))
 	requireNotFound(ctx, t, s, "run", e)
+	requireLeaseLost(t, s.Release(ctx, c, "released twice"), c)
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
 	require.Equal(t, store.Claimed, res.State)
 	require.False(t, res.TakenOver, "a released call's outcome is known: it failed")
 	require.Greater(t, res.Claim.Token, c.Token)
+	require.Equal(t, 2, res.Claim.Attempt, "the released attempt counts")
+	require.Equal(t, 2, res.Record.Attempts)
+	require.Equal(t, "timeout talking to the mail server", res.Record.LastError)
+	require.Equal(t, store.StatusPending, res.Record.Status)
 
 	_, err = s.Complete(ctx, c, success("from the released claim"))
 	requireLeaseLost(t, err, c)
-	_, err = s.Complete(ctx, res.Claim, success("second try"))
+	done, err := s.Complete(ctx, res.Claim, success("second try"))
 	require.NoError(t, err)
+	require.Equal(t, 2, done.Attempts)
+	require.Equal(t, "timeout talking to the mail server", done.LastError, "the last failure stays for operators")
 	requireResult(ctx, t, s, "run", e, "second try")
+}
+
+// A released record is never replayed and blocks nobody: lookups do not
+// find it, Claim grants a claim over it, Put stores over it, Wait on it
+// returns at once, and a call with other arguments under the same
+// invocation id is not refused by it. It goes with its scope.
+func testReleasedRecordIsNeverReplayed(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	claimed, put1, other := call("claimed", `{"a":1}`), call("put", `{}`), call("claimed", `{"a":2}`)
+	for _, e := range []store.Entry{claimed, put1} {
+		c := claim(ctx, t, s, "run", e, longLease, noOpts)
+		require.NoError(t, s.Release(ctx, c, "failed"))
+		wctx, cancel := context.WithTimeout(ctx, waitLimit)
+		require.NoError(t, s.Wait(wctx, "run", e.Key, c.Token), "nothing is in flight")
+		cancel()
+	}
+
+	requireNotFound(ctx, t, s, "run", claimed)
+	many, err := s.GetMany(ctx, "run", []keyhash.Sum{claimed.Key, put1.Key})
+	require.NoError(t, err)
+	require.Empty(t, many)
+
+	rec, stored, err := s.Put(ctx, "run", put1, success("stored over it"), noOpts)
+	require.NoError(t, err)
+	require.True(t, stored, "a released record does not win over a new outcome")
+	require.Equal(t, []byte("stored over it"), rec.Outcome.Result)
+	requireResult(ctx, t, s, "run", put1, "stored over it")
+
+	// Another call under the same key is not refused by a failed one: the
+	// failure is not an outcome, so the key starts afresh.
+	res, err := s.Claim(ctx, "run", other, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.Claimed, res.State)
+	require.False(t, res.TakenOver)
+	require.Equal(t, 1, res.Claim.Attempt)
+	require.Empty(t, res.Record.LastError)
+	require.Equal(t, other.Fingerprint, res.Record.Fingerprint)
+	require.NoError(t, s.Release(ctx, res.Claim, "failed too"))
+
+	// Released records expire with their scope and cleanup removes them.
+	gone := call("gone", `{}`)
+	c := claim(ctx, t, s, "short", gone, longLease, ttl(shortTTL))
+	require.NoError(t, s.Release(ctx, c, "failed"))
+	h.Advance(t, pastShort)
+	n, err := s.RemoveExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the released record of the expired scope")
+	res, err = s.Claim(ctx, "short", gone, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Claim.Attempt, "a new run of the scope starts afresh")
+
+	n, err = s.DeleteScope(ctx, "run")
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the stored and the released record")
+}
+
+// Every claim granted on a call counts as an attempt, whether it follows a
+// release or a takeover; the record keeps the latest release's cause
+// (sanitised) and when the latest claim was granted.
+func testAttemptsCountEveryClaim(t *testing.T, h Harness) {
+	ctx, s := testContext(t), h.NewStore(t)
+	e := call("id", `{}`)
+	first := claim(ctx, t, s, "run", e, longLease, noOpts)
+	require.Equal(t, 1, first.Attempt)
+	require.NoError(t, s.Release(ctx, first, "first failure"))
+
+	second := claim(ctx, t, s, "run", e, shortLease, noOpts)
+	require.Equal(t, 2, second.Attempt)
+	h.Advance(t, pastShort) // the second holder dies
+
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.True(t, res.TakenOver)
+	third := res.Claim
+	require.Equal(t, 3, third.Attempt)
+	require.Equal(t, "first failure", res.Record.LastError, "a takeover keeps the last failure")
+	require.True(t, res.Record.ClaimedAt.After(res.Record.CreatedAt), "ClaimedAt is the latest claim's")
+
+	messy := "bad \xff byte, NUL \x00, and a long body: " + strings.Repeat("é", store.MaxLastErrorBytes)
+	require.NoError(t, s.Release(ctx, third, messy))
+	fourth := claim(ctx, t, s, "run", e, longLease, noOpts)
+	require.Equal(t, 4, fourth.Attempt)
+	rec := requireInFlight(ctx, t, s, "run", e, fourth.Token)
+	require.Equal(t, 4, rec.Attempts)
+	require.Equal(t, store.SanitizeCause(messy), rec.LastError)
+	require.LessOrEqual(t, len(rec.LastError), store.MaxLastErrorBytes)
+	require.True(t, utf8.ValidString(rec.LastError))
+	require.NotContains(t, rec.LastError, "\x00")
+
+	done, err := s.Complete(ctx, fourth, success("at last"))
+	require.NoError(t, err)
+	require.Equal(t, 4, done.Attempts)
 }
 
 // Renew extends the lease from now, so a long-running call is not taken

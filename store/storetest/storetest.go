@@ -81,6 +81,8 @@ var guarantees = []guarantee{
 	{"ClaimGrantsLeaseAndToken", testClaimGrantsLeaseAndToken},
 	{"CompleteStoresOutcome", testCompleteStoresOutcome},
 	{"ReleaseLetsNextCallerRun", testReleaseLetsNextCallerRun},
+	{"ReleasedRecordIsNeverReplayed", testReleasedRecordIsNeverReplayed},
+	{"AttemptsCountEveryClaim", testAttemptsCountEveryClaim},
 	{"RenewExtendsLease", testRenewExtendsLease},
 	{"StaleTokenCannotComplete", testStaleTokenCannotComplete},
 	{"StaleTokenCannotReleaseOrRenew", testStaleTokenCannotReleaseOrRenew},
@@ -94,6 +96,9 @@ var guarantees = []guarantee{
 	{"LimitsAreCheckedBeforeAnyWrite", testLimitsAreCheckedBeforeAnyWrite},
 	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
 	{"StatsCountHitsMissesClaimsWaitsTakeoversMismatches", testStatsCountHitsMissesClaimsWaitsTakeoversMismatches},
+	{"InspectorListsRecordsNeedingAttention", testInspectorListsRecordsNeedingAttention},
+	{"InspectorResolveStoreFencesTheHolder", testInspectorResolveStoreFencesTheHolder},
+	{"InspectorResolveReleaseLetsTheNextCallerRun", testInspectorResolveReleaseLetsTheNextCallerRun},
 }
 
 // Run runs every conformance subtest against stores made by h.

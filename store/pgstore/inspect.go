@@ -1,0 +1,152 @@
+package pgstore
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+var _ store.Inspector = (*Store)(nil)
+
+// ListAttention returns up to q.Limit live records that need an operator's
+// attention (see store.Problem), the longest unchanged first; one statement
+// (attentionSQL). With q.Scope it reads that scope's records through the
+// primary key; without, it scans the table, which is fine for an
+// operator's occasional look (docs/operations.md has the same query in SQL).
+func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	q = q.WithDefaults()
+	if err := q.Check(s.limits); err != nil {
+		return nil, err
+	}
+	sql, args := s.sql.attention, []any{micros(q.StuckAfter), q.FailingAttempts, q.Limit}
+	if q.Scope != "" {
+		sql, args = s.sql.attentionInScope, append(args, q.Scope)
+	}
+	var list []store.Attention
+	err := s.do(ctx, "list attention", rerunAlways, func(conn *pgxpool.Conn) error {
+		list = list[:0]
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var (
+			scope   string
+			keyCol  []byte
+			problem int16
+			row     recordScan
+		)
+		targets := append([]any{&scope, &keyCol, &problem}, row.targets()...)
+		for rows.Next() {
+			if err := rows.Scan(targets...); err != nil {
+				return err
+			}
+			key, err := sumOf(keyCol)
+			if err != nil {
+				return err
+			}
+			rec, err := row.record(scope, key)
+			if err != nil {
+				return err
+			}
+			list = append(list, store.Attention{Problem: store.Problem(problem), Record: rec})
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.translate("list attention", err)
+	}
+	return list, nil
+}
+
+// ResolveStore stores out as the outcome of the pending or released record
+// of key in scope whose token is token, under a new fencing token, and
+// wakes its waiters; one statement (resolveStoreSQL), plus a read that says
+// why when it was refused. See store.Inspector.
+func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out store.Outcome) (store.Record, error) {
+	if err := s.checkResolve(scope, key, token); err != nil {
+		return store.Record{}, err
+	}
+	if err := s.limits.CheckOutcome(out); err != nil {
+		return store.Record{}, err
+	}
+	encoding, data := encodeResult(out.Result)
+	rec, err := s.resolve(ctx, "resolve store", scope, key, token, func(conn *pgxpool.Conn, row *recordScan) error {
+		return conn.QueryRow(ctx, s.sql.resolveStore, scope, key[:], token, int16(out.Kind), encoding, data,
+			s.channel, keyPayload(scope, key)).Scan(row.targets()...)
+	})
+	if err == nil {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: operator stored an outcome",
+			slog.String("scope", scope), slog.String("key", key.String()), slog.Int64("token", rec.Token))
+	}
+	return rec, err
+}
+
+// ResolveRelease releases the pending or released record of key in scope
+// whose token is token, under a new fencing token with note (sanitised) as
+// its LastError, and wakes its waiters. See store.Inspector.
+func (s *Store) ResolveRelease(ctx context.Context, scope string, key keyhash.Sum, token int64, note string) (store.Record, error) {
+	if err := s.checkResolve(scope, key, token); err != nil {
+		return store.Record{}, err
+	}
+	note = store.SanitizeCause(note)
+	rec, err := s.resolve(ctx, "resolve release", scope, key, token, func(conn *pgxpool.Conn, row *recordScan) error {
+		return conn.QueryRow(ctx, s.sql.resolveRelease, scope, key[:], token, note,
+			s.channel, keyPayload(scope, key)).Scan(row.targets()...)
+	})
+	if err == nil {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: operator released a record",
+			slog.String("scope", scope), slog.String("key", key.String()), slog.Int64("token", rec.Token),
+			slog.String("note", note))
+	}
+	return rec, err
+}
+
+// resolve runs one resolution statement and, when it changed nothing, reads
+// the record to say why: gone or dead (store.ErrNotFound), completed
+// (*store.CompletedError), or at another token (*store.LeaseLostError). A
+// resolution whose connection failed mid-statement is not sent again (it
+// would find its own new token and be refused); the operator lists again.
+func (s *Store) resolve(ctx context.Context, op, scope string, key keyhash.Sum, token int64, f func(*pgxpool.Conn, *recordScan) error) (store.Record, error) {
+	var row recordScan
+	err := s.do(ctx, op, rerunIfNotApplied, func(conn *pgxpool.Conn) error { return f(conn, &row) })
+	if err == nil {
+		return row.record(scope, key)
+	}
+	if !isNoRows(err) {
+		return store.Record{}, s.translate(op, err)
+	}
+	rec, dead, found, err := s.readRecord(ctx, scope, key)
+	switch {
+	case err != nil:
+		return store.Record{}, s.translate(op, err)
+	case !found || dead:
+		return store.Record{}, store.ErrNotFound
+	case rec.Status == store.StatusCompleted:
+		return store.Record{}, &store.CompletedError{Scope: scope, Key: key, Token: rec.Token}
+	}
+	return store.Record{}, &store.LeaseLostError{Scope: scope, Key: key, Token: token}
+}
+
+func (s *Store) checkResolve(scope string, key keyhash.Sum, token int64) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := s.limits.CheckScope(scope); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if token <= 0 {
+		return &store.InputError{Field: "token", Problem: "not positive"}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// acquire gets a connection of the pool for one operation, waiting at most
+// AcquireTimeout (or until ctx's earlier deadline). No operation holds a
+// connection beyond its own statements: none is held while a tool runs.
+//
+// When the wait ends with every connection still in use, the pool is
+// exhausted: *store.UnavailableError wrapping store.ErrPoolExhausted (and the
+// context error, so errors.Is(err, context.DeadlineExceeded) holds when it
+// was the caller's deadline). A caller that cancelled gets its cancellation.
+func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
+	actx := ctx
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.acquireTimeout {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, s.acquireTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	conn, err := s.pool.Acquire(actx)
+	if err == nil {
+		return conn, nil
+	}
+	if ctx.Err() == context.Canceled {
+		return nil, err
+	}
+	if actx.Err() != nil {
+		st := s.pool.Stat()
+		if st.AcquiredConns() >= st.MaxConns() {
+			return nil, &store.UnavailableError{Op: op, Err: fmt.Errorf("%w: all %d connections stayed in use for %s: %w",
+				store.ErrPoolExhausted, st.MaxConns(), time.Since(start).Round(time.Millisecond), actx.Err())}
+		}
+		if ctx.Err() == nil {
+			// Our own bound ran out while a new connection was being
+			// opened: the server is slow or unreachable.
+			return nil, &store.UnavailableError{Op: op, Err: fmt.Errorf("no connection within %s: %w", s.acquireTimeout, err)}
+		}
+		return nil, err
+	}
+	return nil, &acquireError{err: err}
+}
+
+// do runs f on a connection of the pool and, while its failure is retryable
+// under rr (see retryable) and retries are left, runs it again after a
+// jittered, growing backoff. It returns f's last error as it is: callers
+// translate it.
+func (s *Store) do(ctx context.Context, op string, rr rerun, f func(conn *pgxpool.Conn) error) error {
+	b := s.newBackoff()
+	for try := 0; ; try++ {
+		err := s.once(ctx, op, f)
+		if err == nil || try >= s.maxRetries || !retryable(err, rr) {
+			return err
+		}
+		s.logRetry(ctx, op, try, err)
+		if !b.wait(ctx) {
+			return err
+		}
+	}
+}
+
+// once runs f on a connection of the pool, returned to the pool right after.
+func (s *Store) once(ctx context.Context, op string, f func(conn *pgxpool.Conn) error) error {
+	conn, err := s.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return f(conn)
+}
+
+func (s *Store) logRetry(ctx context.Context, op string, try int, err error) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: retrying after a failure that is safe to retry",
+		slog.String("op", op), slog.Int("retry", try+1), slog.Any("error", err))
+}
+
+// backoff is the delay schedule of one operation's retries.
+type backoff struct {
+	next, max time.Duration
+}
+
+func (s *Store) newBackoff() backoff {
+	return backoff{next: s.retryBackoff, max: s.maxRetryBackoff}
+}
+
+// wait sleeps for the next delay, a random point between half and all of
+// it, doubles the next one (up to the cap), and reports false if ctx ended
+// first.
+func (b *backoff) wait(ctx context.Context) bool {
+	d := b.next/2 + jitter(b.next-b.next/2)
+	b.next = min(2*b.next, b.max)
+	return sleep(ctx, d)
+}
+
+// fencedWrite runs a write that only takes effect while claim c's token is
+// current (Complete, Release, Renew), retrying what is safe to retry, and
+// settles a write whose outcome the connection did not report (its
+// acknowledgement was lost) by reading the record back, never by blindly
+// sending it again:
+//   - the record carries c's token and the status the write sets (done):
+//     the write took effect, and the record read back is returned;
+//   - the record is still pending under c's token: the write did not take
+//     effect, and it is sent again (counted as a retry);
+//   - anything else (another token, no record): the claim is gone, reported
+//     as pgx.ErrNoRows, which callers turn into *store.LeaseLostError.
+//
+// done is 0 for a write whose effect a read cannot tell (Renew): a pending
+// record under c's token is then renewed again, which is what the lost
+// write did. f's errors are returned untranslated. settled is nil unless
+// the outcome came from the read-back.
+func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done store.Status, f func(conn *pgxpool.Conn) error) (settled *store.Record, err error) {
+	b := s.newBackoff()
+	for try := 0; ; try++ {
+		err := s.once(ctx, op, f)
+		switch {
+		case err == nil || isNoRows(err):
+			return nil, err
+		case mayHaveApplied(err):
+			rec, _, found, rerr := s.readRecord(ctx, c.Scope, c.Key)
+			if rerr != nil {
+				// Whether it took effect stays unknown: say what failed
+				// first. The claim is left as the database has it.
+				return nil, err
+			}
+			mine := found && rec.Token == c.Token
+			switch {
+			case mine && done != 0 && rec.Status == done:
+				s.logSettled(ctx, op, c, "it took effect", err)
+				return &rec, nil
+			case mine && rec.Status == store.StatusPending:
+				s.logSettled(ctx, op, c, "it did not take effect; sending it again", err)
+			default:
+				s.logSettled(ctx, op, c, "the claim is no longer current", err)
+				return nil, errNoRows
+			}
+		case !retryable(err, rerunIfNotApplied):
+			return nil, err
+		default:
+			s.logRetry(ctx, op, try, err)
+		}
+		if try >= s.maxRetries || !b.wait(ctx) {
+			return nil, err
+		}
+	}
+}
+
+func (s *Store) logSettled(ctx context.Context, op string, c store.Claim, what string, err error) {
+	s.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: connection lost after sending "+op+"; settled by reading the record back: "+what,
+		slog.String("scope", c.Scope), slog.String("key", c.Key.String()), slog.Int64("token", c.Token), slog.Any("error", err))
+}
