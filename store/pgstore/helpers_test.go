@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -112,4 +114,9 @@ func awaitListening(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schem
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// slogTo returns a logger writing every level to w.
+func slogTo(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

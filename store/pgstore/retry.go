@@ -92,13 +92,15 @@ func (s *Store) newBackoff() backoff {
 	return backoff{next: s.retryBackoff, max: s.maxRetryBackoff}
 }
 
-// wait sleeps for the next delay, a random point between half and all of
-// it, doubles the next one (up to the cap), and reports false if ctx ended
-// first.
-func (b *backoff) wait(ctx context.Context) bool {
+// wait sleeps for the next delay and reports false if ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool { return sleep(ctx, b.step()) }
+
+// step returns the next delay, a random point between half and all of the
+// scheduled one, and doubles the schedule up to its cap.
+func (b *backoff) step() time.Duration {
 	d := b.next/2 + jitter(b.next-b.next/2)
 	b.next = min(2*b.next, b.max)
-	return sleep(ctx, d)
+	return d
 }
 
 // fencedWrite runs a write that only takes effect while claim c's token is

@@ -35,7 +35,7 @@ func TestCompleteSurvivesCallerCancellation(t *testing.T) {
 	require.Equal(t, []byte("sent"), got.Outcome.Result)
 	res, err := st.Claim(ctx, "run", failed, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "the released claim is gone")
+	require.Equal(t, store.Claimed, res.State, "the released claim blocks nobody")
 }
 
 // An outcome over MaxResultBytes is refused before anything is written: Put

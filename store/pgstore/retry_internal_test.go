@@ -1,0 +1,68 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// unsent is an error that, like pgconn's own, says it happened before
+// anything was sent.
+type unsent struct{}
+
+func (unsent) Error() string     { return "write failed before sending" }
+func (unsent) SafeToRetry() bool { return true }
+
+// One place decides what a failure means for a retry; each kind of failure
+// gets the answer the contract needs.
+func TestRetryableAndMayHaveAppliedClassifyEveryFailure(t *testing.T) {
+	t.Parallel()
+	pg := func(code string) error { return fmt.Errorf("query: %w", &pgconn.PgError{Code: code}) }
+	for _, tc := range []struct {
+		name                 string
+		err                  error
+		ifNotApplied, always bool
+		mayHaveApplied       bool
+	}{
+		{"caller cancelled", fmt.Errorf("x: %w", context.Canceled), false, false, false},
+		{"caller's deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false, false, false},
+		{"failed before sending", unsent{}, true, true, false},
+		{"no connection could be opened", &acquireError{err: errors.New("connection refused")}, true, true, false},
+		{"serialization failure", pg("40001"), true, true, false},
+		{"deadlock", pg("40P01"), true, true, false},
+		{"backend terminated", pg("57P01"), true, true, false},
+		{"server starting", pg("57P03"), true, true, false},
+		{"connection failure reported by the server", pg("08006"), true, true, false},
+		{"unique violation", pg("23505"), false, false, false},
+		{"check violation", pg("23514"), false, false, false},
+		{"no row", pgx.ErrNoRows, false, false, false},
+		{"connection lost mid-statement", fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), false, true, true},
+		{"pool exhausted", &store.UnavailableError{Op: "get", Err: fmt.Errorf("%w: %w", store.ErrPoolExhausted, context.DeadlineExceeded)}, false, false, false},
+	} {
+		require.Equal(t, tc.ifNotApplied, retryable(tc.err, rerunIfNotApplied), "%s: retryable if not applied", tc.name)
+		require.Equal(t, tc.always, retryable(tc.err, rerunAlways), "%s: retryable always", tc.name)
+		require.Equal(t, tc.mayHaveApplied, mayHaveApplied(tc.err), "%s: may have applied", tc.name)
+	}
+}
+
+// Backoff delays grow by doubling up to the cap, each jittered between half
+// and all of its scheduled value.
+func TestBackoffIsCappedAndJittered(t *testing.T) {
+	t.Parallel()
+	b := backoff{next: 100 * time.Millisecond, max: 400 * time.Millisecond}
+	for i, sched := range []time.Duration{100, 200, 400, 400, 400} {
+		sched *= time.Millisecond
+		d := b.step()
+		require.GreaterOrEqual(t, d, sched/2, "retry %d", i+1)
+		require.LessOrEqual(t, d, sched, "retry %d", i+1)
+	}
+}
