@@ -35,11 +35,12 @@
 // replays. Not found: the tool runs, still under the key. A failed lookup:
 // nothing runs, and the next caller asks again.
 //
-// Either is enough for an API that deduplicates for ever; together they also
-// cover APIs that forget keys after a while (Stripe keeps them 24 hours) and
-// save a request per takeover. Reconciliation is consulted only on a
-// takeover: after a tool error the executor knows the attempt failed and
-// runs the tool again, relying on the key alone.
+// The key is the one that covers both cases: reconciliation is consulted
+// only on a takeover, and after a tool error (the lost response) the
+// executor runs the tool again, relying on the key alone. Reconciliation
+// adds a check that needs no second charge request, and it still finds the
+// charge where the API's deduplication has a shorter memory than its
+// records (Stripe may prune an idempotency key once it is 24 hours old).
 //
 // # When to use it
 //
