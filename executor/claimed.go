@@ -52,6 +52,30 @@ func (e *Idempotent) runClaimed(ctx context.Context, call Call, ent store.Entry,
 	}
 
 	res, err = e.inner.Execute(tctx, call)
+	if errors.Is(err, ErrOutcomeUnknown) {
+		if rec, ok := e.inner.(Reconciler); ok {
+			// Ask under the same claim, still renewed, whether the side
+			// effect happened after all.
+			rres, found, rerr := rec.Reconcile(tctx, call)
+			switch {
+			case rerr != nil:
+				e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", ent, rerr)
+			case found:
+				e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", ent)
+				c, _ := rn.stop()
+				return e.finish(ctx, ent, c, rres, nil)
+			default:
+				// The side effect did not happen: an ordinary failure.
+				c, _ := rn.stop()
+				return e.finish(ctx, ent, c, res, err)
+			}
+		}
+		// Keep the claim, unrenewed, until its lease ends: the next caller
+		// takes it over and reconciles, instead of re-running at once.
+		rn.stop()
+		e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", ent, err)
+		return res, err
+	}
 	c, lost := rn.stop()
 	if lost {
 		e.debug(ctx, "idemstore: the tool returned after its lease was lost", ent)

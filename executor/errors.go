@@ -1,6 +1,27 @@
 package executor
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrOutcomeUnknown is what a tool wraps in its error when its call failed
+// in a way that leaves unknown whether the side effect happened: the
+// request reached the remote side, then the answer was lost (a timeout, a
+// connection reset). The idempotent executor then does not release the
+// claim as it does after an ordinary failure, because the next caller would
+// run the tool again at once:
+//   - a tool that implements Reconciler is asked at once, under the same
+//     claim: a found outcome is stored and returned as the call's result;
+//     not found means the side effect did not happen, and the claim is
+//     released so that the next call runs the tool;
+//   - otherwise (or if Reconcile fails) the claim is kept until its lease
+//     ends, so the call is not run again before that; the next caller then
+//     takes it over (CallInfo.TakenOver) and, with a Reconciler, asks again.
+//     Operators see such calls as records whose outcome is unknown.
+//
+// Wrap it with fmt.Errorf("charge: %w: %w", executor.ErrOutcomeUnknown, err).
+var ErrOutcomeUnknown = errors.New("idemstore: outcome unknown")
 
 // OutcomeNotStoredError reports a call whose tool ran (or whose outcome was
 // reconciled) but whose outcome could not be stored: the claim's lease was

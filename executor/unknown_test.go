@@ -1,0 +1,112 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+var errTimeout = fmt.Errorf("charge: %w: read timeout", ErrOutcomeUnknown)
+
+func TestUnknownOutcomeIsReconciledAtOnceAndStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	tool := &reconcilingTool{}
+	tool.behave = func(context.Context, Call) (Result, error) { return Result{}, errTimeout }
+	tool.reconcile = func(ctx context.Context, _ Call) (Result, bool, error) {
+		info, _ := CallInfoFrom(ctx)
+		require.False(t, info.TakenOver, "asked under the same claim")
+		return Result{Output: []byte("charged")}, true, nil
+	}
+	exec := b.newExec(t, tool, nil)
+	c := call("charge", `{"amount":1}`)
+
+	res, err := exec.Execute(ctx, c)
+	require.NoError(t, err, "the side effect happened: the call succeeded")
+	require.Equal(t, []byte("charged"), res.Output)
+
+	again, err := exec.Execute(ctx, c)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Equal(t, []byte("charged"), again.Output)
+	require.EqualValues(t, 1, tool.runs.Load())
+	require.EqualValues(t, 1, tool.reconciles.Load())
+}
+
+func TestUnknownOutcomeNotFoundIsReleasedSoTheNextCallRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	tool := &reconcilingTool{}
+	tool.behave = func(context.Context, Call) (Result, error) {
+		if tool.runs.Load() == 1 {
+			return Result{}, errTimeout
+		}
+		return Result{Output: []byte("charged")}, nil
+	}
+	tool.reconcile = func(context.Context, Call) (Result, bool, error) { return Result{}, false, nil }
+	exec := b.newExec(t, tool, nil)
+	c := call("charge", `{"amount":2}`)
+
+	_, err := exec.Execute(ctx, c)
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+
+	res, err := exec.Execute(ctx, c) // no lease to wait for: the claim was released
+	require.NoError(t, err)
+	require.Equal(t, []byte("charged"), res.Output)
+	require.EqualValues(t, 2, tool.runs.Load())
+}
+
+func TestUnknownOutcomeKeepsTheClaimUntilItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	for name, reconcileErr := range map[string]error{"no reconciler": nil, "reconcile fails": errors.New("lookup down")} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			ctx := context.Background()
+			tool := &reconcilingTool{}
+			tool.behave = func(ctx context.Context, _ Call) (Result, error) {
+				if info, _ := CallInfoFrom(ctx); !info.TakenOver {
+					return Result{}, errTimeout
+				}
+				return Result{Output: []byte("charged")}, nil
+			}
+			tool.reconcile = func(context.Context, Call) (Result, bool, error) { return Result{}, false, reconcileErr }
+			var inner Executor = &tool.countingTool
+			if reconcileErr != nil {
+				inner = tool
+			}
+			exec := b.newExec(t, inner, &Config{MaxWait: time.Millisecond})
+			c := call("charge", `{"amount":3}`)
+
+			_, err := exec.Execute(ctx, c)
+			require.ErrorIs(t, err, ErrOutcomeUnknown)
+
+			_, err = exec.Execute(ctx, c)
+			require.ErrorIs(t, err, store.ErrInFlight, "not run again while the lease lasts")
+			require.EqualValues(t, 1, tool.runs.Load())
+
+			b.clock.Advance(DefaultLease + time.Second)
+			if reconcileErr != nil {
+				// The next caller takes over and asks again; the lookup
+				// still fails, so the call is still not run.
+				_, err = exec.Execute(ctx, c)
+				var re *ReconcileError
+				require.ErrorAs(t, err, &re)
+				require.EqualValues(t, 1, tool.runs.Load())
+				return
+			}
+			res, err := exec.Execute(ctx, c)
+			require.NoError(t, err)
+			require.Equal(t, []byte("charged"), res.Output, "taken over once the lease ended")
+			require.EqualValues(t, 2, tool.runs.Load())
+		})
+	}
+}
