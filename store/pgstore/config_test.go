@@ -201,3 +201,25 @@ func TestEachOperationIsOneStatement(t *testing.T) {
 	run(0, false) // prepares every statement on the connection
 	run(1, true)
 }
+
+// Nonsense in the retry and pool settings is refused before anything is
+// sent, naming the field.
+func TestNewRejectsNonsenseRetryAndPoolSettings(t *testing.T) {
+	t.Parallel()
+	pool, schema := newSchema(t)
+	for field, cfg := range map[string]pgstore.Config{
+		"RetryBackoff":    {RetryBackoff: -time.Millisecond},
+		"MaxRetryBackoff": {RetryBackoff: time.Second, MaxRetryBackoff: time.Millisecond},
+		"AcquireTimeout":  {AcquireTimeout: -time.Second},
+	} {
+		cfg.Schema = schema
+		_, err := pgstore.New(context.Background(), pool, &cfg)
+		var ce *pgstore.ConfigError
+		require.ErrorAs(t, err, &ce, field)
+		require.Equal(t, field, ce.Field)
+		require.ErrorIs(t, err, store.ErrInvalidInput)
+	}
+	st, err := pgstore.New(context.Background(), pool, &pgstore.Config{Schema: schema, MaxRetries: -1, RetryBackoff: 2 * time.Second})
+	require.NoError(t, err, "no retries, and a first delay over the default cap, are fine")
+	st.Close()
+}
