@@ -49,7 +49,7 @@ type Report struct {
 	// What the run exercised.
 	Executions, Orders             int // tool runs; of which orders
 	Grants, Takeovers, Completions int // claims granted; of which over a pending record; outcomes stored
-	CleanerRemovals, Releases      int // records removed by cleanup; claims released by workers
+	CleanerRemovals, Releases      int // records removed by cleanup; claims released after a failure
 	AckedOutcomes, CheckedAtTheEnd int // distinct acknowledged outcomes; of which checked against the final records
 
 	// Details describes the first violations, one line each.
@@ -162,7 +162,9 @@ func (r *Report) audit(events []Event) *history {
 		if e.Op == opDelete && e.App == appCleaner {
 			r.CleanerRemovals++
 		}
-		if e.Op == opDelete && e.App == appWorker && old.Status == store.StatusPending {
+		// A release keeps the row, under the same token, as released.
+		if e.Op == opUpdate && old != nil && old.Status == store.StatusPending &&
+			nw.Status == store.StatusReleased && nw.Token == old.Token {
 			r.Releases++
 		}
 	}

@@ -41,8 +41,16 @@ var hostOverrideOnce sync.Once
 // bridge network's gateway, which is wrong where only loopback is reachable.
 // It runs once, before the first container starts, so it never races with
 // testcontainers reading the environment.
+//
+// It also disables testcontainers' reaper (ryuk) unless told otherwise:
+// pgtest terminates every container it starts itself, and the reaper's
+// image would have to be pulled, which machines without a registry cannot
+// do (the attempt is a wasted lookup and a failed test).
 func defaultHostOverride() {
 	hostOverrideOnce.Do(func() {
+		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+			_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		}
 		if _, set := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); set {
 			return
 		}
