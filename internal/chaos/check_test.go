@@ -245,7 +245,7 @@ func TestHolderReleasingItsLiveClaimIsNotEarly(t *testing.T) {
 	h := newFakeHistory()
 	id := longID(1)
 	h.claim(id, 1, 0)
-	h.remove(id, appWorker, 10)
+	h.release(id, 10)
 	r := h.check()
 	requireOnly(t, r, "early_reruns", 0)
 	require.Equal(t, 1, r.Releases)

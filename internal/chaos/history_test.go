@@ -94,6 +94,16 @@ func (h *fakeHistory) complete(kind Kind, id RecordID, ms int) []byte {
 	return out
 }
 
+// release gives the holder's claim up: the row stays, released, under the
+// same token (as both stores do).
+func (h *fakeHistory) release(id RecordID, ms int) {
+	old := h.rows[id]
+	nw := clone(old)
+	nw.Status = store.StatusReleased
+	h.log(opUpdate, appWorker, ms, clone(old), clone(nw))
+	h.rows[id] = nw
+}
+
 func (h *fakeHistory) remove(id RecordID, app string, ms int) {
 	h.log(opDelete, app, ms, clone(h.rows[id]), nil)
 	delete(h.rows, id)
