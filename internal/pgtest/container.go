@@ -190,6 +190,10 @@ func startContainer(ctx context.Context, logger tclog.Logger, pin bool) (*Contai
 		testcontainers.WithEnv(map[string]string{"POSTGRES_INITDB_ARGS": "--no-sync"}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{postgresPort: {binding}}
+			// Docker's default 64 MiB /dev/shm is too small for parallel
+			// queries over large tables (the 10^6-record benchmarks):
+			// PostgreSQL's dynamic shared memory lives there.
+			hc.ShmSize = shmBytes
 		}),
 		// The second "ready" line is the real server after the init one.
 		// On a restart the old lines are still in the log, so the SQL
@@ -212,6 +216,9 @@ func startContainer(ctx context.Context, logger tclog.Logger, pin bool) (*Contai
 	}
 	return c, nil
 }
+
+// shmBytes is the container's /dev/shm size.
+const shmBytes = 512 << 20
 
 // postgresPort is the server's port inside the container.
 var postgresPort = network.MustParsePort("5432/tcp")
