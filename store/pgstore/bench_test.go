@@ -161,26 +161,33 @@ func BenchmarkReplayAtSize(b *testing.B) {
 	}
 }
 
-func benchReplay(b *testing.B, env *benchEnv) {
+// rawReplay is the floor of a replay: the store's lookup SELECT sent
+// straight through the pool, scanning the same columns.
+func rawReplay(env *benchEnv) func(b *testing.B, clients int) {
 	ctx := context.Background()
 	rawSQL := "SELECT status, tool, fingerprint, outcome_kind, encoding, result, token, lease_until, attempts, created_at, updated_at, expires_at FROM " +
 		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
+	return func(b *testing.B, clients int) {
+		runClients(b, clients, func(_, i int) error {
+			k := benchKey(i % env.n)
+			var (
+				status, kind, enc int16
+				tool              string
+				fp, result        []byte
+				token             int64
+				lease             *time.Time
+				attempts          int32
+				c, u, x           time.Time
+			)
+			return env.pool.QueryRow(ctx, rawSQL, "bench", k[:]).Scan(&status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x)
+		})
+	}
+}
+
+func benchReplay(b *testing.B, env *benchEnv) {
+	ctx := context.Background()
 	pair(b,
-		func(b *testing.B, clients int) {
-			runClients(b, clients, func(_, i int) error {
-				k := benchKey(i % env.n)
-				var (
-					status, kind, enc int16
-					tool              string
-					fp, result        []byte
-					token             int64
-					lease             *time.Time
-					attempts          int32
-					c, u, x           time.Time
-				)
-				return env.pool.QueryRow(ctx, rawSQL, "bench", k[:]).Scan(&status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x)
-			})
-		},
+		rawReplay(env),
 		func(b *testing.B, clients int) {
 			runClients(b, clients, func(_, i int) error {
 				_, err := env.st.Get(ctx, "bench", benchKey(i%env.n))
@@ -195,24 +202,8 @@ func benchReplay(b *testing.B, env *benchEnv) {
 func BenchmarkClaimReplay(b *testing.B) {
 	ctx := context.Background()
 	env := newBenchEnv(b, 10_000)
-	rawSQL := "SELECT status, tool, fingerprint, outcome_kind, encoding, result, token, lease_until, attempts, created_at, updated_at, expires_at FROM " +
-		env.table("idem_records") + " WHERE scope = $1 AND key = $2 AND status = 2 AND expires_at > now()"
 	pair(b,
-		func(b *testing.B, clients int) {
-			runClients(b, clients, func(_, i int) error {
-				k := benchKey(i % env.n)
-				var (
-					status, kind, enc int16
-					tool              string
-					fp, result        []byte
-					token             int64
-					lease             *time.Time
-					attempts          int32
-					c, u, x           time.Time
-				)
-				return env.pool.QueryRow(ctx, rawSQL, "bench", k[:]).Scan(&status, &tool, &fp, &kind, &enc, &result, &token, &lease, &attempts, &c, &u, &x)
-			})
-		},
+		rawReplay(env),
 		func(b *testing.B, clients int) {
 			runClients(b, clients, func(_, i int) error {
 				k := benchKey(i % env.n)
