@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"time"
 
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
@@ -9,8 +10,10 @@ import (
 
 // CallInfo describes, inside a tool's Execute, the idempotent call being run.
 type CallInfo struct {
-	Scope string
-	Key   keyhash.Sum
+	Scope       string
+	Key         keyhash.Sum
+	Fingerprint keyhash.Sum
+	Tool        string
 	// DownstreamKey is a stable idempotency key derived from (scope, key):
 	// the same on every retry, takeover and restart. Pass it to remote APIs
 	// (for example as an Idempotency-Key header).
@@ -21,12 +24,21 @@ type CallInfo struct {
 	// TakenOver is true when an earlier attempt's lease expired: its
 	// outcome is unknown, and the side effect may already have happened.
 	TakenOver bool
-	// Claim is the claim the call runs under (zero in ModeProbeThenStore).
-	// A tool whose side effect is a write to the same PostgreSQL database
-	// passes it to pgstore.Store.CompleteTx inside its own transaction, so
-	// that its write and the outcome commit together, and then returns a
-	// Result with Stored set.
+	// Claim is the claim the call runs under (zero in ModeProbeThenStore,
+	// where Claim.Token is 0). A tool whose side effect is a write to the
+	// same PostgreSQL database stores its outcome under it in its own
+	// transaction (pgstore.TxTool does this), so that its write and the
+	// outcome commit together, and returns a Result with Stored set.
 	Claim store.Claim
+	// ScopeTTL is the scope expiry the executor gives a scope its write
+	// starts (Config.ScopeTTL; zero means the store's default), for a tool
+	// that stores the outcome itself without a claim.
+	ScopeTTL time.Duration
+}
+
+// Entry returns the call's identity as the store sees it.
+func (i CallInfo) Entry() store.Entry {
+	return store.Entry{Key: i.Key, Fingerprint: i.Fingerprint, Tool: i.Tool}
 }
 
 type callInfoKey struct{}

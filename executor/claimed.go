@@ -12,24 +12,37 @@ import (
 // runClaimed runs a call under the claim cr grants: reconcile first if an
 // earlier attempt's outcome is unknown, otherwise run the tool; keep the
 // lease alive meanwhile; then store the outcome (Complete) or give the claim
-// up (Release).
-func (e *Idempotent) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error) {
-	info := e.callInfo(ent.Key, cr.Claim, cr.TakenOver)
-	tctx := WithCallInfo(ctx, info)
+// up (Release, released true).
+//
+// However the tool's goroutine ends (a return, a panic, runtime.Goexit as
+// t.FailNow calls it), the renewal stops and a claim without an outcome is
+// released, so that no claim outlives its call.
+func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error, released bool) {
+	e := s.e
+	tctx := WithCallInfo(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver))
 	if cr.TakenOver {
-		e.debug(ctx, "idemstore: took over an expired claim; the earlier outcome is unknown", ent,
+		e.debug(ctx, "idemstore: took over an expired claim; the earlier outcome is unknown", s.scope, ent,
 			slog.Int("attempt", cr.Claim.Attempt), slog.Int64("token", cr.Claim.Token))
 	} else {
-		e.debug(ctx, "idemstore: miss, claimed, running the tool", ent, slog.Int64("token", cr.Claim.Token))
+		e.debug(ctx, "idemstore: miss, claimed, running the tool", s.scope, ent, slog.Int64("token", cr.Claim.Token))
 	}
 
-	rn := e.startRenewal(ctx, ent, cr.Claim)
+	rn := e.startRenewal(ctx, s.scope, ent, cr.Claim)
+	finished := false
 	defer func() {
-		// A panicking tool must not keep its claim (and its renewals)
-		// alive: give the claim up, then let the panic go on.
-		if p := recover(); p != nil {
-			c, _ := rn.stop()
-			e.release(ctx, ent, c, fmt.Sprintf("panic: %v", p))
+		if finished {
+			return
+		}
+		// The tool panicked or its goroutine is exiting (runtime.Goexit):
+		// give the claim up, then let the panic or the exit go on.
+		p := recover()
+		cause := "the tool's goroutine exited (runtime.Goexit) before it returned"
+		if p != nil {
+			cause = fmt.Sprintf("panic: %v", p)
+		}
+		c, _ := rn.stop()
+		s.release(ctx, ent, c, cause)
+		if p != nil {
 			panic(p)
 		}
 	}()
@@ -40,62 +53,74 @@ func (e *Idempotent) runClaimed(ctx context.Context, call Call, ent store.Entry,
 			// Whether the side effect happened is still unknown: do not run
 			// the tool, and keep the claim (unrenewed) so that the next
 			// caller takes it over and asks again.
+			finished = true
 			rn.stop()
-			e.warn(ctx, "idemstore: reconcile failed; the call was not run", ent, rerr)
-			return Result{}, &ReconcileError{Err: rerr}
+			e.warn(ctx, "idemstore: reconcile failed; the call was not run", s.scope, ent, rerr)
+			return Result{}, &ReconcileError{Err: rerr}, false
 		}
 		if found {
-			e.debug(ctx, "idemstore: reconciled, storing the found outcome", ent)
+			finished = true
+			e.debug(ctx, "idemstore: reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
-			return e.finish(ctx, ent, c, rres, nil)
+			return s.finish(ctx, ent, c, rres, nil)
 		}
 	}
 
 	res, err = e.inner.Execute(tctx, call)
 	if errors.Is(err, ErrOutcomeUnknown) {
-		if rec, ok := e.inner.(Reconciler); ok {
-			// Ask under the same claim, still renewed, whether the side
-			// effect happened after all.
-			rres, found, rerr := rec.Reconcile(tctx, call)
-			switch {
-			case rerr != nil:
-				e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", ent, rerr)
-			case found:
-				e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", ent)
-				c, _ := rn.stop()
-				return e.finish(ctx, ent, c, rres, nil)
-			default:
-				// The side effect did not happen: an ordinary failure.
-				c, _ := rn.stop()
-				return e.finish(ctx, ent, c, res, err)
-			}
-		}
-		// Keep the claim, unrenewed, until its lease ends: the next caller
-		// takes it over and reconciles, instead of re-running at once.
-		rn.stop()
-		e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", ent, err)
-		return res, err
+		res, err, released = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
+		finished = true
+		return res, err, released
 	}
+	finished = true
 	c, lost := rn.stop()
 	if lost {
-		e.debug(ctx, "idemstore: the tool returned after its lease was lost", ent)
+		e.debug(ctx, "idemstore: the tool returned after its lease was lost", s.scope, ent)
 	}
-	return e.finish(ctx, ent, c, res, err)
+	return s.finish(ctx, ent, c, res, err)
+}
+
+// settleUnknown handles a tool error wrapping ErrOutcomeUnknown: a tool that
+// can reconcile is asked at once, under the same (still renewed) claim;
+// otherwise the claim is kept, unrenewed, until its lease ends, so that the
+// next caller takes it over and reconciles instead of re-running at once.
+func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.Entry, rn *renewal, res Result, err error) (Result, error, bool) {
+	e := s.e
+	if rec, ok := e.inner.(Reconciler); ok {
+		rres, found, rerr := rec.Reconcile(tctx, call)
+		switch {
+		case rerr != nil:
+			e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", s.scope, ent, rerr)
+		case found:
+			e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", s.scope, ent)
+			c, _ := rn.stop()
+			return s.finish(ctx, ent, c, rres, nil)
+		default:
+			// The side effect did not happen: an ordinary failure.
+			c, _ := rn.stop()
+			return s.finish(ctx, ent, c, res, err)
+		}
+	}
+	rn.stop()
+	e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", s.scope, ent, err)
+	return res, err, false
 }
 
 // finish stores the outcome of a claimed call, or releases the claim when
-// the outcome is not to be stored. Writes survive the caller's cancellation.
-func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim, res Result, err error) (Result, error) {
+// the outcome is not to be stored (released true). Writes survive the
+// caller's cancellation.
+func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res Result, err error) (Result, error, bool) {
+	e := s.e
 	if err != nil {
-		e.release(ctx, ent, c, err.Error())
-		return res, err
+		s.release(ctx, ent, c, err.Error())
+		return res, err, true
 	}
 	if res.Stored {
 		// The tool committed its outcome with its own write (CallInfo.Claim).
 		// Had its transaction rolled back, the claim stays pending and
 		// expires, and the next caller runs the call: neither happened.
-		e.debug(ctx, "idemstore: outcome stored by the tool in its own transaction", ent)
-		return res, nil
+		e.debug(ctx, "idemstore: outcome stored by the tool in its own transaction", s.scope, ent)
+		return res, nil, false
 	}
 	out, ok := e.outcomeOf(res)
 	if !ok {
@@ -103,8 +128,8 @@ func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim,
 		if res.Permanent {
 			cause = "the tool reported a permanent failure (not stored by policy)"
 		}
-		e.release(ctx, ent, c, cause)
-		return res, nil
+		s.release(ctx, ent, c, cause)
+		return res, nil, true
 	}
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
@@ -114,17 +139,18 @@ func (e *Idempotent) finish(ctx context.Context, ent store.Entry, c store.Claim,
 		// after all (a lost acknowledgement), so the claim is left to expire
 		// and the next caller reconciles.
 		if errors.Is(cerr, store.ErrTooLarge) || errors.Is(cerr, store.ErrInvalidInput) {
-			e.release(ctx, ent, c, cerr.Error())
+			s.release(ctx, ent, c, cerr.Error())
 		}
-		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", ent, cerr)
-		return res, &OutcomeNotStoredError{Result: res, Err: cerr}
+		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", s.scope, ent, cerr)
+		return res, &OutcomeNotStoredError{Result: res, Err: cerr}, false
 	}
-	e.debug(ctx, "idemstore: outcome stored", ent, slog.String("kind", out.Kind.String()))
-	return res, nil
+	e.debug(ctx, "idemstore: outcome stored", s.scope, ent, slog.String("kind", out.Kind.String()))
+	return res, nil, false
 }
 
 // release gives up claim c so that the next caller runs the call.
-func (e *Idempotent) release(ctx context.Context, ent store.Entry, c store.Claim, cause string) {
+func (s *Scoped) release(ctx context.Context, ent store.Entry, c store.Claim, cause string) {
+	e := s.e
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
 	// Stores sanitise the cause themselves; doing it here too keeps a store
@@ -132,10 +158,10 @@ func (e *Idempotent) release(ctx context.Context, ent store.Entry, c store.Claim
 	err := e.st.Release(wctx, c, store.SanitizeCause(cause))
 	switch {
 	case err == nil:
-		e.debug(ctx, "idemstore: claim released after a failure", ent)
+		e.debug(ctx, "idemstore: claim released after a failure", s.scope, ent)
 	case errors.Is(err, store.ErrLeaseLost):
-		e.debug(ctx, "idemstore: claim already lost, nothing to release", ent)
+		e.debug(ctx, "idemstore: claim already lost, nothing to release", s.scope, ent)
 	default:
-		e.warn(ctx, "idemstore: could not release the claim; it will expire", ent, err)
+		e.warn(ctx, "idemstore: could not release the claim; it will expire", s.scope, ent, err)
 	}
 }

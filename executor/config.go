@@ -4,8 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/idemstore/idemstore/keyhash"
-	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Mode chooses how the Idempotent executor turns a call into at most one
@@ -23,9 +22,9 @@ const (
 	ModeExclusive Mode = iota
 	// ModeProbeThenStore looks the key up, runs the tool on a miss and
 	// stores the outcome with Put (the first stored outcome wins). It gives
-	// no get-or-execute atomicity: concurrent identical callers that both
-	// miss both run the tool. It exists for stores or deployments where
-	// claims are unwanted, and matches AiCleverness's IdempotentToolExecutor.
+	// no get-or-execute atomicity: concurrent identical callers in other
+	// processes that both miss both run the tool. It exists for stores or
+	// deployments where claims are unwanted.
 	ModeProbeThenStore
 )
 
@@ -89,13 +88,9 @@ type Config struct {
 	// unless the store says otherwise).
 	ScopeTTL time.Duration
 
-	// KeyLimits bounds the arguments, tool names and invocation ids the
-	// executor accepts. The zero value means keyhash's defaults.
-	KeyLimits keyhash.Limits
-
-	// Logger receives debug lines on hits, misses, claims, takeovers and
+	// Logger receives debug lines on replays, misses, claims, takeovers and
 	// waits, and warnings when an outcome could not be stored. Defaults to
-	// nil: silent.
+	// a logger that discards everything.
 	Logger *slog.Logger
 }
 
@@ -117,29 +112,39 @@ func (c *Config) withDefaults() Config {
 	if out.WriteTimeout == 0 {
 		out.WriteTimeout = DefaultWriteTimeout
 	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
 	return out
 }
 
+// configName names Config in its errors.
+const configName = "executor.Config"
+
 // validate rejects nonsense in a config whose defaults are already set.
 func (c Config) validate() error {
+	if c.Mode != ModeExclusive && c.Mode != ModeProbeThenStore {
+		return &contract.ConfigError{Config: configName, Field: "Mode", Problem: "unknown (" + c.Mode.String() + ")"}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"Lease", c.Lease},
+		{"RenewEvery", c.RenewEvery},
+		{"MaxWait", c.MaxWait},
+		{"WriteTimeout", c.WriteTimeout},
+		{"ScopeTTL", c.ScopeTTL},
+	} {
+		if err := contract.CheckConfigDuration(configName, d.field, d.v); err != nil {
+			return err
+		}
+	}
 	switch {
-	case c.Mode != ModeExclusive && c.Mode != ModeProbeThenStore:
-		return &store.InputError{Field: "config mode", Problem: "unknown"}
-	case c.Lease < 0:
-		return &store.InputError{Field: "config lease", Problem: "negative"}
 	case c.RenewEvery <= 0:
-		return &store.InputError{Field: "config renew interval", Problem: "not positive"}
+		return &contract.ConfigError{Config: configName, Field: "RenewEvery", Problem: "not positive"}
 	case c.RenewEvery >= c.Lease:
-		return &store.InputError{Field: "config renew interval", Problem: "not shorter than the lease"}
-	case c.MaxWait < 0:
-		return &store.InputError{Field: "config max wait", Problem: "negative"}
-	case c.WriteTimeout < 0:
-		return &store.InputError{Field: "config write timeout", Problem: "negative"}
-	case c.ScopeTTL < 0:
-		return &store.InputError{Field: "config scope ttl", Problem: "negative"}
-	case c.KeyLimits.MaxArgBytes < 0, c.KeyLimits.MaxDepth < 0,
-		c.KeyLimits.MaxInvocationIDBytes < 0, c.KeyLimits.MaxToolBytes < 0:
-		return &store.InputError{Field: "config key limits", Problem: "negative"}
+		return &contract.ConfigError{Config: configName, Field: "RenewEvery", Problem: "not shorter than the lease"}
 	}
 	return nil
 }

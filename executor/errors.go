@@ -1,8 +1,9 @@
 package executor
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // ErrOutcomeUnknown is what a tool wraps in its error when its call failed
@@ -21,18 +22,18 @@ import (
 //     Operators see such calls as records whose outcome is unknown.
 //
 // Wrap it with fmt.Errorf("charge: %w: %w", executor.ErrOutcomeUnknown, err).
-var ErrOutcomeUnknown = errors.New("idemstore: outcome unknown")
+var ErrOutcomeUnknown = contract.ErrOutcomeUnknown
 
 // OutcomeNotStoredError reports a call whose tool ran (or whose outcome was
 // reconciled) but whose outcome could not be stored: the claim's lease was
-// lost to another caller, the result is over the store's size limit, the
-// store failed, or a concurrent call with the same invocation id and other
-// arguments stored first. The side effect may have happened, so the error
-// carries the tool's Result: a caller may still hand it to the model, but a
-// retry of the call is not guaranteed to replay it.
+// lost to another caller, the store failed, or a concurrent call with the
+// same invocation id and other arguments stored first. The side effect may
+// have happened, so the error carries the tool's Result: a caller may still
+// hand it to the model, but a retry of the call is not guaranteed to replay
+// it (ClassOf: contract.ClassOutcomeUnknown).
 //
-// It unwraps to the store's error, so errors.Is(err, store.ErrLeaseLost),
-// errors.Is(err, store.ErrTooLarge) and the like keep working.
+// It unwraps to contract.ErrOutcomeNotStored and to the store's error, so
+// errors.Is(err, store.ErrLeaseLost) and the like keep working.
 type OutcomeNotStoredError struct {
 	Result Result // what the tool produced
 	Err    error  // why it was not stored
@@ -42,8 +43,8 @@ func (e *OutcomeNotStoredError) Error() string {
 	return fmt.Sprintf("idemstore: the tool ran but its outcome was not stored: %v", e.Err)
 }
 
-// Unwrap returns the store's error.
-func (e *OutcomeNotStoredError) Unwrap() error { return e.Err }
+// Unwrap returns contract.ErrOutcomeNotStored and the store's error.
+func (e *OutcomeNotStoredError) Unwrap() []error { return []error{contract.ErrOutcomeNotStored, e.Err} }
 
 // ReconcileError reports that a tool's Reconcile failed, so the executor
 // could not tell whether an earlier attempt's side effect happened. The call
@@ -57,5 +58,17 @@ func (e *ReconcileError) Error() string {
 	return fmt.Sprintf("idemstore: reconcile of a taken-over call failed, the call was not run: %v", e.Err)
 }
 
-// Unwrap returns the Reconciler's error.
-func (e *ReconcileError) Unwrap() error { return e.Err }
+// Unwrap returns contract.ErrOutcomeUnknown and the Reconciler's error: the
+// earlier attempt's outcome stays unknown.
+func (e *ReconcileError) Unwrap() []error { return []error{contract.ErrOutcomeUnknown, e.Err} }
+
+// Retryable reports whether an error of Execute is worth retrying: a later
+// attempt of the same call may succeed (the store was unavailable, the call
+// was in flight elsewhere, the tool failed transiently). It is false for a
+// bad call, a permanent refusal, and an outcome that is unknown or not
+// stored, where a retry may repeat the side effect: see ClassOf.
+func Retryable(err error) bool { return contract.Retryable(err) }
+
+// ClassOf returns the class of an error of Execute (see contract.Class):
+// bad call, retry, permanent, or outcome unknown.
+func ClassOf(err error) contract.Class { return contract.ClassOf(err) }

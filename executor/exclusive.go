@@ -4,53 +4,151 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/idemstore/idemstore/store"
 )
 
-// exclusive runs a call in ModeExclusive: claim the key in one atomic store
-// step, then replay (completed), run (claimed) or wait for the holder (in
-// flight) and claim again.
+// exclusive runs a call in ModeExclusive. Identical calls in this process
+// coalesce (flights): one leads and goes to the store, the others wait for
+// it in-process and replay its outcome.
+func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	var waited waitBudget
+	defer waited.stop()
+	for {
+		f, done, leader := s.e.flights.join(s.scope, ent)
+		if leader {
+			res, err, released := s.claimAndRun(ctx, call, ent, &waited)
+			// A leader whose own context ended has no outcome to share: its
+			// followers carry on by themselves.
+			rerun := released || (err != nil && ctx.Err() != nil)
+			s.e.flights.land(s.scope, ent, f, res, err, rerun)
+			return res, err
+		}
+		res, err, again := s.follow(ctx, f, done, ent, &waited)
+		if !again {
+			return res, err
+		}
+	}
+}
+
+// follow waits for the leader of an identical call in this process. again
+// is true when the leader's call failed and released its claim: the
+// follower then runs the call itself.
+func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, ent store.Entry, waited *waitBudget) (res Result, err error, again bool) {
+	s.e.debug(ctx, "idemstore: identical call in flight in this process, waiting for it", s.scope, ent)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return Result{}, context.Cause(ctx), false
+	case <-waited.timer(s.e.cfg.MaxWait):
+		return Result{}, &store.InFlightError{Scope: s.scope, Key: ent.Key}, false
+	}
+	switch {
+	case f.rerun:
+		return Result{}, nil, true
+	case f.err != nil:
+		return Result{}, f.err, false
+	}
+	r := f.res
+	r.Replayed, r.Stored = true, false
+	return r, nil, false
+}
+
+// claimAndRun claims the key in one atomic store step, then replays
+// (completed), runs (granted) or waits for the holder (in flight) and claims
+// again. released reports a failed call whose claim was given up.
 //
 // Waiting is bounded by ctx and, over all rounds, by Config.MaxWait; past
 // it the caller gets *store.InFlightError and the call is never run a
 // second time while another caller's claim is live.
-func (e *Idempotent) exclusive(ctx context.Context, call Call, ent store.Entry) (Result, error) {
-	var waitCtx context.Context // made on the first wait: MaxWait counts from there
+func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, waited *waitBudget) (res Result, err error, released bool) {
 	for {
-		cr, err := e.st.Claim(ctx, e.scope, ent, e.cfg.Lease, e.wopts)
+		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, s.e.wopts)
 		if err != nil {
-			return Result{}, err
+			return Result{}, err, false
 		}
-		switch cr.State {
-		case store.Completed:
-			if err := e.mismatch(cr.Record, ent); err != nil {
-				return Result{}, err
-			}
-			e.debug(ctx, "idemstore: hit, replaying", ent)
-			return replay(cr.Record), nil
-		case store.Claimed:
-			return e.runClaimed(ctx, call, ent, cr)
-		case store.InFlight:
-		default:
-			return Result{}, fmt.Errorf("idemstore: store returned unknown claim state %d", cr.State)
+		res, err, released, wait := s.afterClaim(ctx, call, ent, cr)
+		if !wait {
+			return res, err, released
 		}
+		if err := s.wait(ctx, ent, cr.Record, waited); err != nil {
+			return Result{}, err, false
+		}
+	}
+}
 
-		if waitCtx == nil {
-			var cancel context.CancelFunc
-			waitCtx, cancel = context.WithTimeout(ctx, e.cfg.MaxWait)
-			defer cancel()
+// afterClaim acts on one claim decision: replay a completed record, run the
+// call under a granted claim, or (wait) tell the caller to wait for the
+// holder of a live claim and claim again.
+func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error, released, wait bool) {
+	switch cr.State {
+	case store.ClaimCompleted:
+		if err := store.CheckFingerprint(s.scope, ent, cr.Record); err != nil {
+			return Result{}, err, false, false
 		}
-		e.debug(ctx, "idemstore: in flight elsewhere, waiting", ent,
-			slog.Int64("token", cr.Record.Token), slog.Time("lease_until", cr.Record.LeaseUntil))
-		if err := e.st.Wait(waitCtx, e.scope, ent.Key, cr.Record.Token); err != nil {
-			if ctx.Err() != nil {
-				return Result{}, context.Cause(ctx)
-			}
-			if waitCtx.Err() != nil {
-				return Result{}, &store.InFlightError{Scope: e.scope, Key: ent.Key, LeaseUntil: cr.Record.LeaseUntil}
-			}
-			return Result{}, err
+		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
+		return replay(cr.Record), nil, false, false
+	case store.ClaimGranted:
+		res, err, released := s.runClaimed(ctx, call, ent, cr)
+		return res, err, released, false
+	case store.ClaimInFlight:
+		return Result{}, nil, false, true
+	}
+	return Result{}, fmt.Errorf("idemstore: store returned unknown claim state %d", cr.State), false, false
+}
+
+// wait waits for the holder of the live claim rec, within the caller's wait
+// budget (Config.MaxWait over all waits of the call).
+func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, waited *waitBudget) error {
+	wctx, cancel := waited.context(ctx, s.e.cfg.MaxWait)
+	defer cancel()
+	s.e.debug(ctx, "idemstore: in flight elsewhere, waiting", s.scope, ent,
+		slog.Int64("token", rec.Token), slog.Time("lease_until", rec.LeaseUntil))
+	if err := s.e.st.Wait(wctx, s.scope, ent.Key, rec.Token); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
 		}
+		if wctx.Err() != nil {
+			return &store.InFlightError{Scope: s.scope, Key: ent.Key, LeaseUntil: rec.LeaseUntil}
+		}
+		return err
+	}
+	return nil
+}
+
+// waitBudget is how long one call may still wait for others, over all its
+// waits: Config.MaxWait from its first wait.
+type waitBudget struct {
+	deadline time.Time
+	t        *time.Timer
+}
+
+func (w *waitBudget) start(max time.Duration) {
+	if w.deadline.IsZero() {
+		w.deadline = time.Now().Add(max)
+	}
+}
+
+// context returns ctx bounded by the budget.
+func (w *waitBudget) context(ctx context.Context, max time.Duration) (context.Context, context.CancelFunc) {
+	w.start(max)
+	return context.WithDeadline(ctx, w.deadline)
+}
+
+// timer returns a channel that fires when the budget runs out.
+func (w *waitBudget) timer(max time.Duration) <-chan time.Time {
+	w.start(max)
+	if w.t == nil {
+		w.t = time.NewTimer(time.Until(w.deadline))
+	} else {
+		w.t.Reset(time.Until(w.deadline))
+	}
+	return w.t.C
+}
+
+func (w *waitBudget) stop() {
+	if w.t != nil {
+		w.t.Stop()
 	}
 }

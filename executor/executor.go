@@ -1,23 +1,32 @@
 // Package executor runs tool calls. Its Idempotent executor wraps any
-// Executor with a store and a scope, so that a call asked for again in the
-// same run replays its stored outcome instead of running the tool twice.
+// Executor (the tools) with a store: a call asked for again in the same
+// scope (run) replays its stored outcome instead of running the tool twice.
+//
+// A service creates one Idempotent, with its tools and store, and picks the
+// scope of each run with ForScope, which costs one small allocation:
+//
+//	ex, err := executor.New(tools, st, nil)
+//	res, err := ex.ForScope(runID).Execute(ctx, call)
 //
 // A call's key comes from its invocation id when it has one, otherwise from
-// its tool name and canonical arguments (package keyhash). Only successes
-// are stored, and permanent failures under Config.StorePermanentFailures; a
-// replay returns the stored bytes with Result.Replayed set.
+// its tool name and canonical arguments (package keyhash; EntryOf computes
+// it). Only successes are stored, and permanent failures under
+// Config.StorePermanentFailures; a replay returns the stored bytes with
+// Result.Replayed set. Every call is checked against the store's limits
+// before the tool runs, so a call the store could not record never runs.
 //
 // In ModeExclusive (the default) the key is claimed in one atomic store
-// step: identical concurrent callers wait for the outcome and replay it, a
+// step: identical concurrent callers wait for the outcome and replay it
+// (in one process they wait in-process, with no store call of their own), a
 // long call keeps its lease alive by renewal, a failed call releases its
 // claim, and a claim whose holder died is taken over after asking the tool
 // (Reconciler) whether the side effect already happened. In
-// ModeProbeThenStore the store is probed and the outcome stored afterwards,
-// without that atomicity. Inside a call the tool finds a stable downstream
-// idempotency key in its context (DownstreamKey).
+// ModeProbeThenStore the store is looked up and the outcome stored
+// afterwards, without that atomicity. Inside a call the tool finds a stable
+// downstream idempotency key in its context (DownstreamKey).
 //
-// Prober lets an agent runtime learn, before reporting anything, which of a
-// turn's calls will be replayed.
+// Prepare lets an agent runtime learn, before reporting anything, which of a
+// turn's calls will be replayed, and claims the others together.
 package executor
 
 import (
@@ -27,16 +36,21 @@ import (
 
 // Call is one tool call a model asked for.
 type Call struct {
-	// ID is the provider's per-turn call id, used to pair a result with its
-	// call in the transcript. It is not part of the idempotency key.
-	ID string
+	// ProviderCallID is the model provider's id of this call in its turn
+	// (OpenAI's tool_call_id), used only to pair a result with its call in
+	// the conversation. A retried turn gets new ones, so it is never part of
+	// the idempotency key. Do not put it in InvocationID.
+	ProviderCallID string
 	// Tool is the tool's name.
 	Tool string
 	// Args are the JSON arguments; empty, null and {} are the same call.
 	Args json.RawMessage
-	// InvocationID, when set, is a stable id given by the caller; the key is
-	// then derived from it alone and the arguments are checked against the
-	// stored fingerprint.
+	// InvocationID, when set, is a stable id the caller gives the call: the
+	// same on every retry of the same call (for example the id of the
+	// business operation it performs). The key is then derived from it
+	// alone, and a retry with other arguments is refused
+	// (ErrFingerprintMismatch). Leave it empty to key the call by its tool
+	// and arguments, which is right for calls a model asks for.
 	InvocationID string
 }
 
@@ -53,13 +67,13 @@ type Result struct {
 	// StorePermanentFailures policy.
 	Permanent bool
 	// Replayed is set by the idempotent executor when Output came from the
-	// store instead of running the tool.
+	// store (or from an identical call running at the same time) instead of
+	// running the tool.
 	Replayed bool
 	// Stored is set by a tool that stored this outcome itself under
-	// CallInfo.Claim, in the same transaction as its own write
-	// (pgstore.Store.CompleteTx); the idempotent executor then does not
-	// store it again. A tool must set it only after that transaction
-	// committed.
+	// CallInfo.Claim, in the same transaction as its own write (see
+	// pgstore.TxTool); the idempotent executor then does not store it
+	// again. A tool must set it only after that transaction committed.
 	Stored bool
 }
 
@@ -75,27 +89,6 @@ type ExecutorFunc func(ctx context.Context, call Call) (Result, error)
 
 // Execute calls f.
 func (f ExecutorFunc) Execute(ctx context.Context, call Call) (Result, error) { return f(ctx, call) }
-
-// Probe is what Prober found for one call.
-type Probe struct {
-	// Hit reports a stored outcome; Result is then the replayed result.
-	Hit    bool
-	Result Result
-	// Err is set when the call itself is bad (invalid arguments, too large,
-	// fingerprint mismatch): running it would fail the same way.
-	Err error
-}
-
-// Prober is implemented by executors that can tell, without running
-// anything, whether calls have stored outcomes. The runtime looks for it so
-// that it can report a replay as a distinct step, before anything reports a
-// real call. Probing never runs a tool and never claims a key.
-type Prober interface {
-	// Probe looks up all calls in one step; the result has one Probe per
-	// call, in order. An error means the probe as a whole failed (the
-	// runtime then treats every call as a miss).
-	Probe(ctx context.Context, calls []Call) ([]Probe, error)
-}
 
 // Reconciler is implemented by tools that can tell whether their side effect
 // already happened for a call. The idempotent executor asks before re-running

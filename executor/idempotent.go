@@ -3,88 +3,106 @@ package executor
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
-// Idempotent wraps an Executor with a store and a scope (the run): a call
+// Idempotent wraps an Executor (the tools) with a store, so that a call
 // asked for again in the same scope replays its stored outcome instead of
 // running the tool a second time. See Mode for the two ways a call is run.
 //
-// Every call is checked (tool name, invocation id, arguments) before the
-// store is touched: bad input gives a typed error, runs nothing and stores
-// nothing.
-//
-// Idempotent is safe for concurrent use by many goroutines.
+// A service creates one Idempotent and runs every scope (run) through it:
+// ForScope picks the scope. Idempotent is safe for concurrent use by many
+// goroutines and scopes.
 type Idempotent struct {
-	inner Executor
-	st    store.Store
-	scope string
-	cfg   Config
-	wopts store.WriteOptions
-	log   *slog.Logger // nil: silent
+	inner  Executor
+	st     store.CallStore
+	limits store.Limits // the store's
+	cfg    Config
+	wopts  store.WriteOptions
+	log    *slog.Logger
 
-	// hooks replaced by in-package tests; never nil after New.
-	renewTicker func(every time.Duration) (ticks <-chan time.Time, stop func())
-	onRenew     func(store.Claim, error)
-}
+	flights flights // identical calls in flight in this process
 
-var (
-	_ Executor = (*Idempotent)(nil)
-	_ Prober   = (*Idempotent)(nil)
-)
-
-// limiter is implemented by stores that can report their configured limits;
-// New then checks the scope against them instead of the default limits.
-type limiter interface {
-	Limits() store.Limits
+	// startRenewals is replaced by in-package tests; never nil after New.
+	startRenewals func(every time.Duration, r *renewal)
+	onRenew       func(store.Claim, error)
 }
 
 // New returns an executor that runs calls through inner, keeping outcomes in
-// st under scope. cfg may be nil for the defaults. A nil inner or store, a
-// bad scope (empty, too long, invalid UTF-8) or a nonsensical cfg gives a
-// typed error (errors.Is(err, store.ErrInvalidInput) or store.ErrTooLarge).
-func New(inner Executor, st store.Store, scope string, cfg *Config) (*Idempotent, error) {
-	if inner == nil {
-		return nil, &store.InputError{Field: "inner executor", Problem: "nil"}
+// st. cfg may be nil for the defaults. A nil inner or store (also a typed
+// nil, such as a *memstore.Store left nil by an ignored constructor error),
+// or a nonsensical cfg, gives a typed error (errors.Is(err,
+// store.ErrInvalidInput)).
+func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
+	if isNil(inner) {
+		return nil, &contract.ConfigError{Config: "executor.New", Field: "inner", Problem: "nil executor"}
 	}
-	if st == nil {
-		return nil, &store.InputError{Field: "store", Problem: "nil"}
-	}
-	var lim store.Limits
-	if l, ok := st.(limiter); ok {
-		lim = l.Limits()
-	}
-	if err := lim.CheckScope(scope); err != nil {
-		return nil, err
+	if isNil(st) {
+		return nil, &contract.ConfigError{Config: "executor.New", Field: "store", Problem: "nil"}
 	}
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return &Idempotent{
-		inner:       inner,
-		st:          st,
-		scope:       scope,
-		cfg:         c,
-		wopts:       store.WriteOptions{ScopeTTL: c.ScopeTTL},
-		log:         c.Logger,
-		renewTicker: realTicker,
-		onRenew:     func(store.Claim, error) {},
-	}, nil
+	e := &Idempotent{
+		inner:         inner,
+		st:            st,
+		limits:        st.Limits().WithDefaults(),
+		cfg:           c,
+		wopts:         store.WriteOptions{ScopeTTL: c.ScopeTTL},
+		log:           c.Logger,
+		startRenewals: lazyRenewals,
+		onRenew:       func(store.Claim, error) {},
+	}
+	e.flights.init()
+	return e, nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer (or
+// another nil-able kind): calling a method on it would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Scoped is an Idempotent bound to one scope (run). It is cheap: make one
+// per run, or per call. Safe for concurrent use.
+type Scoped struct {
+	e     *Idempotent
+	scope string
+	err   error // the scope's check, returned by every call
+}
+
+// ForScope returns the executor of one scope: the run whose outcomes it
+// keeps and replays. It costs one small allocation. A bad scope (empty,
+// over the store's MaxScopeBytes, invalid UTF-8, a NUL byte) is reported by
+// every call of the returned executor, which then runs nothing.
+func (e *Idempotent) ForScope(scope string) *Scoped {
+	return &Scoped{e: e, scope: scope, err: e.limits.CheckScope(scope)}
 }
 
 // Scope returns the scope (run) whose outcomes this executor keeps.
-func (e *Idempotent) Scope() string { return e.scope }
+func (s *Scoped) Scope() string { return s.scope }
+
+var _ Executor = (*Scoped)(nil)
 
 // Execute runs call at most once per scope and key: a stored outcome is
 // replayed (Result.Replayed set, Output byte-identical to what was stored);
 // otherwise the tool runs and its outcome is stored if it succeeded (or
 // failed permanently, under Config.StorePermanentFailures).
 //
-// Errors a caller may want to tell apart:
+// Errors a caller may want to tell apart (ClassOf, Retryable):
 //   - store.ErrInvalidArguments, store.ErrTooLarge, store.ErrInvalidInput:
 //     the call itself is bad; nothing ran, nothing was stored;
 //   - store.ErrFingerprintMismatch: the call's invocation id is stored or
@@ -93,31 +111,43 @@ func (e *Idempotent) Scope() string { return e.scope }
 //     running elsewhere after Config.MaxWait; it was not run a second time;
 //   - *OutcomeNotStoredError: the tool ran but its outcome is not stored
 //     (for example store.ErrLeaseLost); its Result is returned too;
-//   - *ReconcileError: a taken-over call could not be reconciled, so it
-//     was not run;
+//   - *ReconcileError, or the tool's error wrapping ErrOutcomeUnknown: the
+//     outcome of the call is unknown;
 //   - any other error is the tool's own transient failure (not stored) or
-//     the store's (store.ErrUnavailable).
-func (e *Idempotent) Execute(ctx context.Context, call Call) (Result, error) {
-	ent, err := e.entry(call)
+//     the store's (store.ErrUnavailable, store.ErrRefused).
+func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {
+	if err := s.check(ctx); err != nil {
+		return Result{}, err
+	}
+	ent, err := s.e.entry(call)
 	if err != nil {
 		return Result{}, err
 	}
-	return e.executeEntry(ctx, call, ent)
+	return s.execute(ctx, call, ent)
 }
 
-// executeEntry runs a call whose entry is computed; split from Execute so
-// that benchmarks can measure the cost beyond keyhash.
-func (e *Idempotent) executeEntry(ctx context.Context, call Call, ent store.Entry) (Result, error) {
-	if e.cfg.Mode == ModeProbeThenStore {
-		return e.probeThenStore(ctx, call, ent)
+// check refuses a nil context or a bad scope before anything else.
+func (s *Scoped) check(ctx context.Context) error {
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
 	}
-	return e.exclusive(ctx, call, ent)
+	return s.err
 }
 
-// entry checks call and derives its key and fingerprint. It touches nothing
-// else, so bad input is refused before the store sees it.
-func (e *Idempotent) entry(call Call) (store.Entry, error) {
-	lim := e.cfg.KeyLimits
+// execute runs a call whose entry is computed.
+func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	if s.e.cfg.Mode == ModeProbeThenStore {
+		return s.probeThenStore(ctx, call, ent)
+	}
+	return s.exclusive(ctx, call, ent)
+}
+
+// EntryOf returns a call's identity as the store sees it (key, fingerprint
+// and tool), computed by the frozen recipe of package keyhash under lim:
+// what Execute stores the call under. Use it to look up or inspect a call's
+// record; keyhash.DownstreamKey(scope, entry.Key) is its downstream key. A
+// bad call gives the typed error Execute would give.
+func EntryOf(call Call, lim store.Limits) (store.Entry, error) {
 	if err := lim.CheckTool(call.Tool); err != nil {
 		return store.Entry{}, err
 	}
@@ -139,6 +169,11 @@ func (e *Idempotent) entry(call Call) (store.Entry, error) {
 	return ent, nil
 }
 
+// entry checks call against the store's limits and derives its key and
+// fingerprint. It touches nothing else, so bad input is refused before the
+// store sees it, and a call the store could not record never runs.
+func (e *Idempotent) entry(call Call) (store.Entry, error) { return EntryOf(call, e.limits) }
+
 // replay turns a completed record into the Result handed to the model. The
 // stored bytes are returned as they are: byte-identical, not copied.
 func replay(rec store.Record) Result {
@@ -157,22 +192,6 @@ func (e *Idempotent) outcomeOf(res Result) (store.Outcome, bool) {
 	return store.Outcome{}, false
 }
 
-// mismatch reports whether rec belongs to another call than ent, as a
-// typed error. Stores check fingerprints on Claim and Put, but Get and
-// GetMany look up by key alone.
-func (e *Idempotent) mismatch(rec store.Record, ent store.Entry) error {
-	if rec.Fingerprint == ent.Fingerprint {
-		return nil
-	}
-	return &store.MismatchError{
-		Scope:      e.scope,
-		Key:        ent.Key,
-		StoredTool: rec.Tool,
-		Stored:     rec.Fingerprint,
-		Requested:  ent.Fingerprint,
-	}
-}
-
 // writeContext detaches an outcome write from the caller's cancellation and
 // bounds it by Config.WriteTimeout: a caller that gives up must not lose an
 // outcome the tool already produced.
@@ -181,13 +200,20 @@ func (e *Idempotent) writeContext(ctx context.Context) (context.Context, context
 }
 
 // callInfo is what the tool finds in its context.
-func (e *Idempotent) callInfo(key keyhash.Sum, c store.Claim, takenOver bool) CallInfo {
+func (s *Scoped) callInfo(ent store.Entry, c store.Claim, takenOver bool) CallInfo {
 	return CallInfo{
-		Scope:         e.scope,
-		Key:           key,
-		DownstreamKey: keyhash.DownstreamKey(e.scope, key),
+		Scope:         s.scope,
+		Key:           ent.Key,
+		Fingerprint:   ent.Fingerprint,
+		Tool:          ent.Tool,
+		DownstreamKey: keyhash.DownstreamKey(s.scope, ent.Key),
 		Attempt:       c.Attempt,
 		TakenOver:     takenOver,
 		Claim:         c,
+		ScopeTTL:      s.e.cfg.ScopeTTL,
 	}
 }
+
+// Err returns the problem with the scope (empty, too long, invalid UTF-8, a
+// NUL byte), which every call of s reports; nil for a good scope.
+func (s *Scoped) Err() error { return s.err }

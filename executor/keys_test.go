@@ -93,7 +93,7 @@ func TestIDKeysAndArgKeysAreSeparate(t *testing.T) {
 		require.Len(t, keys, 2)
 		require.NotEqual(t, keys[0], keys[1])
 		require.Equal(t, keyhash.IDKey("inv-1"), keys[0])
-		canon, err := keyhash.Canonicalize([]byte(`{"q":"x"}`), keyhash.Limits{})
+		canon, err := keyhash.Canonicalize([]byte(`{"q":"x"}`), store.Limits{})
 		require.NoError(t, err)
 		require.Equal(t, keyhash.ArgsKey("lookup", canon), keys[1])
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,7 +24,7 @@ const testScope = "run-1"
 // testBundle is what most tests need: a store on a manual clock, a tool that
 // counts its executions, and an executor over both.
 type testBundle struct {
-	clock *memstore.ManualClock
+	clock *memstoretest.ManualClock
 	st    *memstore.Store
 	tool  *countingTool
 	exec  *Idempotent
@@ -33,7 +34,7 @@ type testBundle struct {
 // the arguments unless the test replaces its behaviour.
 func setup(t *testing.T, cfg *Config) *testBundle {
 	t.Helper()
-	clock := memstore.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := memstoretest.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	st, err := memstore.New(&memstore.Config{Clock: clock})
 	require.NoError(t, err)
 	tool := &countingTool{}

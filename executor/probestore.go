@@ -15,23 +15,29 @@ import (
 // miss both run the tool. Put lets the first stored outcome win and never
 // overwrites it; a caller whose Put lost still returns what its own tool
 // produced (the tool did run), and every later caller replays the winner.
-func (e *Idempotent) probeThenStore(ctx context.Context, call Call, ent store.Entry) (Result, error) {
-	rec, err := e.st.Get(ctx, e.scope, ent.Key)
+func (s *Scoped) probeThenStore(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	rec, err := s.e.st.Get(ctx, s.scope, ent.Key)
 	switch {
 	case err == nil:
-		if err := e.mismatch(rec, ent); err != nil {
+		if err := store.CheckFingerprint(s.scope, ent, rec); err != nil {
 			return Result{}, err
 		}
-		e.debug(ctx, "idemstore: hit, replaying", ent)
+		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
 		return replay(rec), nil
 	case !errors.Is(err, store.ErrNotFound):
 		return Result{}, err
 	}
-	e.debug(ctx, "idemstore: miss, running the tool", ent)
+	return s.runUnclaimed(ctx, call, ent)
+}
 
+// runUnclaimed runs a call that has no claim (ModeProbeThenStore) and stores
+// its outcome with Put.
+func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	e := s.e
+	e.debug(ctx, "idemstore: miss, running the tool", s.scope, ent)
 	// No claim in this mode: Attempt 0, never taken over.
-	res, err := e.inner.Execute(WithCallInfo(ctx, e.callInfo(ent.Key, store.Claim{}, false)), call)
-	if err != nil {
+	res, err := e.inner.Execute(WithCallInfo(ctx, s.callInfo(ent, store.Claim{}, false)), call)
+	if err != nil || res.Stored {
 		return res, err
 	}
 	out, ok := e.outcomeOf(res)
@@ -40,13 +46,13 @@ func (e *Idempotent) probeThenStore(ctx context.Context, call Call, ent store.En
 	}
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
-	_, stored, err := e.st.Put(wctx, e.scope, ent, out, e.wopts)
+	_, stored, err := e.st.Put(wctx, s.scope, ent, out, e.wopts)
 	if err != nil {
-		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", ent, err)
+		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", s.scope, ent, err)
 		return res, &OutcomeNotStoredError{Result: res, Err: err}
 	}
 	if !stored {
-		e.debug(ctx, "idemstore: another caller stored first; its outcome is kept", ent, slog.Bool("stored", false))
+		e.debug(ctx, "idemstore: another caller stored first; its outcome is kept", s.scope, ent, slog.Bool("stored", false))
 	}
 	return res, nil
 }

@@ -17,7 +17,7 @@ func crashedHolder(t *testing.T, b *testBundle, c Call) store.Claim {
 	t.Helper()
 	cr, err := b.st.Claim(context.Background(), testScope, entryOf(t, b.exec, c), DefaultLease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, cr.State)
+	require.Equal(t, store.ClaimGranted, cr.State)
 	b.clock.Advance(DefaultLease + time.Second)
 	return cr.Claim
 }

@@ -8,15 +8,25 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// renewal keeps a claim's lease alive while its call runs. Its goroutine
-// never outlives the call: stop ends it and waits for it.
+// renewal keeps a claim's lease alive while its call runs. Nothing runs for
+// a call that ends before its first renewal is due: a timer starts the
+// renewals only then (lazyRenewals), so a quick call costs one timer and no
+// goroutine. Once started, the renewals never outlive the call: stop ends
+// them and waits.
 type renewal struct {
-	stopCh  chan struct{}
-	done    chan struct{}
-	cancel  context.CancelFunc
-	stopped bool // guarded by being used from the call's goroutine only
+	e      *Idempotent
+	ctx    context.Context // the call's, detached from its cancellation
+	cancel context.CancelFunc
+	scope  string
+	ent    store.Entry
 
-	// written by the goroutine, read by stop after done is closed.
+	timer   *time.Timer // starts the renewals; nil when a test started them
+	stopCh  chan struct{}
+	done    chan struct{} // closed when the renewals ended, once they started
+	stopped bool          // used from the call's goroutine only
+
+	// written by the renewals, read by stop after done is closed (or when
+	// they never started).
 	claim store.Claim
 	lost  bool
 }
@@ -25,55 +35,71 @@ type renewal struct {
 // detached from the caller's cancellation: a tool that keeps running after
 // its caller gave up still holds its claim. A lost lease stops the renewals
 // but not the tool; Complete then reports the loss.
-func (e *Idempotent) startRenewal(ctx context.Context, ent store.Entry, c store.Claim) *renewal {
+func (e *Idempotent) startRenewal(ctx context.Context, scope string, ent store.Entry, c store.Claim) *renewal {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &renewal{stopCh: make(chan struct{}), done: make(chan struct{}), cancel: cancel, claim: c}
-	ticks, stopTicks := e.renewTicker(e.cfg.RenewEvery)
-	go func() {
-		defer close(r.done)
-		defer stopTicks()
-		for {
-			select {
-			case <-r.stopCh:
-				return
-			case <-ticks:
-			}
-			wctx, wcancel := context.WithTimeout(rctx, e.cfg.WriteTimeout)
-			nc, err := e.st.Renew(wctx, r.claim, e.cfg.Lease)
-			wcancel()
-			e.onRenew(nc, err)
-			switch {
-			case err == nil:
-				r.claim = nc
-			case errors.Is(err, store.ErrLeaseLost):
-				r.lost = true
-				e.warn(ctx, "idemstore: lease lost while the tool runs; its outcome will not be stored", ent, err)
-				return
-			case rctx.Err() != nil:
-				return // stopped mid-renewal
-			default:
-				// Transient: the lease may still hold; try again next tick.
-				e.warn(ctx, "idemstore: lease renewal failed, will retry", ent, err)
-			}
-		}
-	}()
+	r := &renewal{e: e, ctx: rctx, cancel: cancel, scope: scope, ent: ent, claim: c,
+		stopCh: make(chan struct{}), done: make(chan struct{})}
+	e.startRenewals(e.cfg.RenewEvery, r)
 	return r
 }
 
-// stop ends the renewals, waits for the goroutine, and returns the latest
-// claim and whether the lease was lost. Calling it again returns the same.
+// lazyRenewals is the production start: after one interval, renew, then
+// renew on a ticker.
+func lazyRenewals(every time.Duration, r *renewal) {
+	r.timer = time.AfterFunc(every, func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		ticks := make(chan time.Time, 1)
+		ticks <- time.Now() // the first renewal is due now
+		r.run(ticks, t.C)
+	})
+}
+
+// run renews on every tick of either channel until stop.
+func (r *renewal) run(first <-chan time.Time, ticks <-chan time.Time) {
+	defer close(r.done)
+	e := r.e
+	for {
+		select {
+		case <-r.stopCh:
+			return
+		case <-first:
+			first = nil
+		case <-ticks:
+		}
+		wctx, wcancel := context.WithTimeout(r.ctx, e.cfg.WriteTimeout)
+		nc, err := e.st.Renew(wctx, r.claim, e.cfg.Lease)
+		wcancel()
+		e.onRenew(nc, err)
+		switch {
+		case err == nil:
+			r.claim = nc
+		case errors.Is(err, store.ErrLeaseLost):
+			r.lost = true
+			e.warn(r.ctx, "idemstore: lease lost while the tool runs; its outcome will not be stored", r.scope, r.ent, err)
+			return
+		case r.ctx.Err() != nil:
+			return // stopped mid-renewal
+		default:
+			// Transient: the lease may still hold; try again next tick.
+			e.warn(r.ctx, "idemstore: lease renewal failed, will retry", r.scope, r.ent, err)
+		}
+	}
+}
+
+// stop ends the renewals, waits for them, and returns the latest claim and
+// whether the lease was lost. Calling it again returns the same.
 func (r *renewal) stop() (store.Claim, bool) {
 	if !r.stopped {
 		r.stopped = true
-		close(r.stopCh)
 		r.cancel()
+		if r.timer != nil && r.timer.Stop() {
+			// The renewals never started: nothing to wait for.
+			close(r.done)
+			return r.claim, r.lost
+		}
+		close(r.stopCh)
 	}
 	<-r.done
 	return r.claim, r.lost
-}
-
-// realTicker is the production renewal clock.
-func realTicker(every time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(every)
-	return t.C, t.Stop
 }

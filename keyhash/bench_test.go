@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // realisticArgsUnsorted is realisticArgs (about 1 KiB) as a model sends it:
@@ -15,7 +17,7 @@ var (
 )
 
 func mustCanonicalize(b []byte) []byte {
-	out, err := Canonicalize(b, Limits{})
+	out, err := Canonicalize(b, contract.Limits{})
 	if err != nil {
 		panic(err) // test data only
 	}
@@ -26,7 +28,7 @@ func BenchmarkCanonicalize1KiB(b *testing.B) {
 	b.SetBytes(int64(len(realisticArgsUnsorted)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Canonicalize(realisticArgsUnsorted, Limits{}); err != nil {
+		if _, err := Canonicalize(realisticArgsUnsorted, contract.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -36,7 +38,7 @@ func BenchmarkCanonicalize1KiBAlreadyCanonical(b *testing.B) {
 	b.SetBytes(int64(len(realisticArgsSorted)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Canonicalize(realisticArgsSorted, Limits{}); err != nil {
+		if _, err := Canonicalize(realisticArgsSorted, contract.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -47,7 +49,7 @@ func BenchmarkCanonicalize1KiBParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := Canonicalize(realisticArgsUnsorted, Limits{}); err != nil {
+			if _, err := Canonicalize(realisticArgsUnsorted, contract.Limits{}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -60,7 +62,7 @@ func BenchmarkCanonicalize1KiBParallel(b *testing.B) {
 func BenchmarkCanonicalize1MiB(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString(`{"items":[`)
-	for i := 0; sb.Len() < DefaultMaxArgBytes-2*len(realisticArgs); i++ {
+	for i := 0; sb.Len() < contract.DefaultMaxArgBytes-2*len(realisticArgs); i++ {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
@@ -71,7 +73,7 @@ func BenchmarkCanonicalize1MiB(b *testing.B) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Canonicalize(in, Limits{}); err != nil {
+		if _, err := Canonicalize(in, contract.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,8 @@ package keyhash
 import (
 	"fmt"
 	"sync"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Canonicalize returns the canonical form of a call's JSON arguments under
@@ -10,20 +12,20 @@ import (
 // all white space) arguments, null and {} all give "{}"; any other top-level
 // value must be a JSON object.
 //
-// Inputs over lim.MaxArgBytes are refused with a *LimitError before a single
-// byte is parsed; nesting deeper than lim.MaxDepth gives a *LimitError as
+// Inputs over lim.MaxArgBytes are refused with a *contract.LimitError before a single
+// byte is parsed; nesting deeper than lim.MaxDepth gives a *contract.LimitError as
 // soon as it is seen; everything else that is wrong (invalid JSON or UTF-8,
 // duplicate keys, unpaired surrogate escapes, an exponent out of range, a
-// top-level value that is not an object) gives an *ArgumentsError with the
+// top-level value that is not an object) gives an *contract.ArgumentsError with the
 // byte offset of the problem. Canonicalize never panics and uses no recursion,
 // so no input can exhaust the stack.
 //
 // The returned slice is freshly allocated and owned by the caller. Safe for
 // concurrent use.
-func Canonicalize(args []byte, lim Limits) ([]byte, error) {
-	lim = lim.withDefaults()
+func Canonicalize(args []byte, lim contract.Limits) ([]byte, error) {
+	lim = lim.WithDefaults()
 	if len(args) > lim.MaxArgBytes {
-		return nil, &LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
+		return nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
 	}
 	c := canonicalizerPool.Get().(*canonicalizer)
 	defer c.release()
@@ -119,7 +121,7 @@ func (c *canonicalizer) run(in []byte, maxDepth int) error {
 			switch b := in[c.pos]; b {
 			case '{', '[':
 				if len(c.stack) >= maxDepth {
-					return &LimitError{Limit: "MaxDepth", Value: len(c.stack) + 1, Max: maxDepth}
+					return &contract.LimitError{Limit: "MaxDepth", Value: len(c.stack) + 1, Max: maxDepth}
 				}
 				c.stack = append(c.stack, frame{
 					object: b == '{', outStart: len(c.out),
@@ -290,7 +292,7 @@ func (c *canonicalizer) parseLiteral(lit string) error {
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
 func (c *canonicalizer) errAt(offset int, problem string) error {
-	return &ArgumentsError{Problem: problem, Offset: offset}
+	return &contract.ArgumentsError{Problem: problem, Offset: offset}
 }
 
 func (c *canonicalizer) errEnd() error {

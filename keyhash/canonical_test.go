@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -14,33 +15,33 @@ import (
 // canon canonicalizes s under the default limits and requires success.
 func canon(t *testing.T, s string) string {
 	t.Helper()
-	out, err := Canonicalize([]byte(s), Limits{})
+	out, err := Canonicalize([]byte(s), contract.Limits{})
 	require.NoError(t, err, "input %q", s)
 	return string(out)
 }
 
-// requireArgumentsError requires that s is refused with an *ArgumentsError
+// requireArgumentsError requires that s is refused with an *contract.ArgumentsError
 // whose problem contains problem and whose offset is offset.
 func requireArgumentsError(t *testing.T, s string, offset int, problem string) {
 	t.Helper()
-	out, err := Canonicalize([]byte(s), Limits{})
+	out, err := Canonicalize([]byte(s), contract.Limits{})
 	require.Nil(t, out)
-	var ae *ArgumentsError
+	var ae *contract.ArgumentsError
 	require.ErrorAs(t, err, &ae, "input %q", s)
-	require.ErrorIs(t, err, ErrInvalidArguments)
+	require.ErrorIs(t, err, contract.ErrInvalidArguments)
 	require.Contains(t, ae.Problem, problem, "input %q", s)
 	require.Equal(t, offset, ae.Offset, "input %q: %v", s, err)
 }
 
-// requireLimitError requires that s is refused under lim with a *LimitError
+// requireLimitError requires that s is refused under lim with a *contract.LimitError
 // naming limit.
-func requireLimitError(t *testing.T, s []byte, lim Limits, limit string) *LimitError {
+func requireLimitError(t *testing.T, s []byte, lim contract.Limits, limit string) *contract.LimitError {
 	t.Helper()
 	out, err := Canonicalize(s, lim)
 	require.Nil(t, out)
-	var le *LimitError
+	var le *contract.LimitError
 	require.ErrorAs(t, err, &le)
-	require.ErrorIs(t, err, ErrTooLarge)
+	require.ErrorIs(t, err, contract.ErrTooLarge)
 	require.Equal(t, limit, le.Limit)
 	return le
 }
@@ -172,7 +173,7 @@ func TestHugeExponentsStayShortAndBounded(t *testing.T) {
 func TestAbsentNullAndEmptyObjectAreOneValue(t *testing.T) {
 	t.Parallel()
 	for _, in := range [][]byte{nil, {}, []byte(" \t\r\n"), []byte("null"), []byte(" null\n"), []byte("{}"), []byte(" { \n } ")} {
-		out, err := Canonicalize(in, Limits{})
+		out, err := Canonicalize(in, contract.Limits{})
 		require.NoError(t, err)
 		require.Equal(t, "{}", string(out), "input %q", in)
 	}
@@ -366,40 +367,40 @@ func TestTooDeepIsRejected(t *testing.T) {
 		// depth 1 is the top-level object; each level adds {"a": ... }.
 		return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
 	}
-	require.Equal(t, nest(DefaultMaxDepth), canon(t, nest(DefaultMaxDepth)))
-	le := requireLimitError(t, []byte(nest(DefaultMaxDepth+1)), Limits{}, "MaxDepth")
-	require.Equal(t, DefaultMaxDepth+1, le.Value)
-	require.Equal(t, DefaultMaxDepth, le.Max)
+	require.Equal(t, nest(contract.DefaultMaxDepth), canon(t, nest(contract.DefaultMaxDepth)))
+	le := requireLimitError(t, []byte(nest(contract.DefaultMaxDepth+1)), contract.Limits{}, "MaxDepth")
+	require.Equal(t, contract.DefaultMaxDepth+1, le.Value)
+	require.Equal(t, contract.DefaultMaxDepth, le.Max)
 	require.Contains(t, le.Error(), "nesting depth is 65, limit MaxDepth is 64")
 
-	requireLimitError(t, []byte(nest(1000)), Limits{}, "MaxDepth")
+	requireLimitError(t, []byte(nest(1000)), contract.Limits{}, "MaxDepth")
 	// Arrays count as objects do; the depth bound needs no recursion, so a
 	// million open brackets are refused without growing the stack.
-	requireLimitError(t, []byte(`{"a":`+strings.Repeat(`[`, 1_000_000)), Limits{}, "MaxDepth")
-	requireLimitError(t, bytes.Repeat([]byte(`[`), 1_000_000), Limits{}, "MaxDepth")
+	requireLimitError(t, []byte(`{"a":`+strings.Repeat(`[`, 1_000_000)), contract.Limits{}, "MaxDepth")
+	requireLimitError(t, bytes.Repeat([]byte(`[`), 1_000_000), contract.Limits{}, "MaxDepth")
 	// Even under an absurd depth limit, a million levels need no recursion.
-	_, err := Canonicalize(bytes.Repeat([]byte(`[`), 1_000_000), Limits{MaxDepth: 1 << 30, MaxArgBytes: 1 << 21})
-	var ae *ArgumentsError
+	_, err := Canonicalize(bytes.Repeat([]byte(`[`), 1_000_000), contract.Limits{MaxDepth: 1 << 30, MaxArgBytes: 1 << 21})
+	var ae *contract.ArgumentsError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, "unexpected end of input", ae.Problem)
 	// A configured depth is honoured.
-	out, err := Canonicalize([]byte(`{"a":[[1]]}`), Limits{MaxDepth: 3})
+	out, err := Canonicalize([]byte(`{"a":[[1]]}`), contract.Limits{MaxDepth: 3})
 	require.NoError(t, err)
 	require.Equal(t, `{"a":[[1]]}`, string(out))
-	le = requireLimitError(t, []byte(`{"a":[[[1]]]}`), Limits{MaxDepth: 3}, "MaxDepth")
+	le = requireLimitError(t, []byte(`{"a":[[[1]]]}`), contract.Limits{MaxDepth: 3}, "MaxDepth")
 	require.Equal(t, 4, le.Value)
-	requireLimitError(t, []byte(`{"a":{}}`), Limits{MaxDepth: 1}, "MaxDepth")
+	requireLimitError(t, []byte(`{"a":{}}`), contract.Limits{MaxDepth: 1}, "MaxDepth")
 }
 
 func TestTooLargeIsRejectedBeforeParsing(t *testing.T) {
 	t.Parallel()
 	// Ten megabytes that are not even JSON: the size alone decides.
 	big := bytes.Repeat([]byte{0xff}, 10<<20)
-	le := requireLimitError(t, big, Limits{}, "MaxArgBytes")
+	le := requireLimitError(t, big, contract.Limits{}, "MaxArgBytes")
 	require.Equal(t, len(big), le.Value)
-	require.Equal(t, DefaultMaxArgBytes, le.Max)
+	require.Equal(t, contract.DefaultMaxArgBytes, le.Max)
 
-	lim := Limits{MaxArgBytes: 9}
+	lim := contract.Limits{MaxArgBytes: 9}
 	out, err := Canonicalize([]byte(`{"a":123}`), lim)
 	require.NoError(t, err)
 	require.Equal(t, `{"a":123}`, string(out))
@@ -413,11 +414,11 @@ func TestTooLargeIsRejectedBeforeParsing(t *testing.T) {
 
 func TestCanonicalizeReturnsACallerOwnedSlice(t *testing.T) {
 	t.Parallel()
-	first, err := Canonicalize([]byte(`{"b":1,"a":2}`), Limits{})
+	first, err := Canonicalize([]byte(`{"b":1,"a":2}`), contract.Limits{})
 	require.NoError(t, err)
 	require.Equal(t, len(first), cap(first))
 	copy(first, "XXXXXXXXXXXXX")
-	second, err := Canonicalize([]byte(`{"b":1,"a":2}`), Limits{})
+	second, err := Canonicalize([]byte(`{"b":1,"a":2}`), contract.Limits{})
 	require.NoError(t, err)
 	require.Equal(t, `{"a":2,"b":1}`, string(second))
 }
@@ -426,9 +427,9 @@ func TestErrorsAfterAFailureLeaveNoTrace(t *testing.T) {
 	t.Parallel()
 	// Pooled parser state from a failed call must not leak into the next one.
 	for i := 0; i < 50; i++ {
-		_, err := Canonicalize([]byte(`{"b":{"y":1,"x":[1,{"q":2,"p`), Limits{})
+		_, err := Canonicalize([]byte(`{"b":{"y":1,"x":[1,{"q":2,"p`), contract.Limits{})
 		require.Error(t, err)
-		_, err = Canonicalize([]byte(`{"a":1,"a":2}`), Limits{})
+		_, err = Canonicalize([]byte(`{"a":1,"a":2}`), contract.Limits{})
 		require.Error(t, err)
 		require.Equal(t, `{"a":{"c":1,"d":2},"b":[]}`, canon(t, `{"b":[],"a":{"d":2,"c":1}}`))
 	}
@@ -436,11 +437,11 @@ func TestErrorsAfterAFailureLeaveNoTrace(t *testing.T) {
 
 func TestArgumentsErrorsMatchTheSentinel(t *testing.T) {
 	t.Parallel()
-	_, err := Canonicalize([]byte(`{"a":`), Limits{})
-	require.True(t, errors.Is(err, ErrInvalidArguments))
-	require.False(t, errors.Is(err, ErrTooLarge))
+	_, err := Canonicalize([]byte(`{"a":`), contract.Limits{})
+	require.True(t, errors.Is(err, contract.ErrInvalidArguments))
+	require.False(t, errors.Is(err, contract.ErrTooLarge))
 	require.EqualError(t, err, "idemstore: invalid arguments: unexpected end of input at byte 5")
-	require.EqualError(t, &ArgumentsError{Problem: "x", Offset: -1}, "idemstore: invalid arguments: x")
+	require.EqualError(t, &contract.ArgumentsError{Problem: "x", Offset: -1}, "idemstore: invalid arguments: x")
 }
 
 func TestKeyPrefixesOrderKeysAsTheirBytes(t *testing.T) {

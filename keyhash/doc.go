@@ -20,8 +20,8 @@
 // give different bytes.
 //
 // Input:
-//   - The input must be at most Limits.MaxArgBytes bytes long; a longer input
-//     is refused (*LimitError, Limit "MaxArgBytes") before it is parsed.
+//   - The input must be at most contract.Limits.MaxArgBytes bytes long; a longer input
+//     is refused (*contract.LimitError, Limit "MaxArgBytes") before it is parsed.
 //   - It must be valid UTF-8 JSON (no byte order mark). White space is the
 //     four JSON characters space, tab, line feed, carriage return, and is
 //     insignificant.
@@ -30,10 +30,10 @@
 //   - Otherwise the top-level value must be an object: tool arguments are a
 //     JSON object. The whole input is parsed first (so its syntax and limit
 //     errors come first), then a top-level array, string, number or boolean is
-//     refused (*ArgumentsError at offset of the value).
+//     refused (*contract.ArgumentsError at offset of the value).
 //   - Nesting: the top-level object is depth 1, and each array or object
-//     inside adds one. A depth over Limits.MaxDepth is refused
-//     (*LimitError, Limit "MaxDepth") when its opening bracket is read.
+//     inside adds one. A depth over contract.Limits.MaxDepth is refused
+//     (*contract.LimitError, Limit "MaxDepth") when its opening bracket is read.
 //   - Anything after the top-level value other than white space is refused.
 //
 // Output, with no white space anywhere:
@@ -71,9 +71,9 @@
 //     A non-zero number with |E| > [MaxExponent] (10^18-1) is refused, so
 //     1e999999999 is accepted ("1e999999999") and stays short.
 //
-// Every refused input gives an *ArgumentsError (errors.Is ErrInvalidArguments)
-// with the byte offset of the problem, or a *LimitError (errors.Is
-// ErrTooLarge). The canonical form is itself valid JSON and canonicalizes to
+// Every refused input gives an *contract.ArgumentsError (errors.Is contract.ErrInvalidArguments)
+// with the byte offset of the problem, or a *contract.LimitError (errors.Is
+// contract.ErrTooLarge). The canonical form is itself valid JSON and canonicalizes to
 // itself. It is made to be hashed, not shown: show or log the arguments as
 // the model sent them (10 is canonically "1e1").
 //

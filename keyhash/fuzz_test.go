@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,7 +34,7 @@ func FuzzCanonicalize(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := Canonicalize(in, Limits{})
+		out, err := Canonicalize(in, contract.Limits{})
 		if err != nil {
 			checkRefusal(t, in, err)
 			return
@@ -64,7 +65,7 @@ func FuzzCanonicalize(f *testing.F) {
 
 func requireCanonical(t *testing.T, in, want []byte, what string) {
 	t.Helper()
-	got, err := Canonicalize(in, Limits{})
+	got, err := Canonicalize(in, contract.Limits{})
 	require.NoError(t, err, "%s %q", what, in)
 	require.Equal(t, string(want), string(got), "%s %q", what, in)
 }
@@ -74,8 +75,8 @@ func requireCanonical(t *testing.T, in, want []byte, what string) {
 // stricter than encoding/json.
 func checkRefusal(t *testing.T, in []byte, err error) {
 	t.Helper()
-	var ae *ArgumentsError
-	var le *LimitError
+	var ae *contract.ArgumentsError
+	var le *contract.LimitError
 	switch {
 	case errors.As(err, &ae):
 		require.GreaterOrEqual(t, ae.Offset, 0)

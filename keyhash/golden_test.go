@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,7 +75,7 @@ func derive(t *testing.T, v goldenVector) goldenVector {
 		Name: v.Name, Args: v.Args, ArgsHex: v.ArgsHex, MaxDepth: v.MaxDepth, MaxArgBytes: v.MaxArgBytes,
 		Tool: v.Tool, InvocationID: v.InvocationID, Scope: v.Scope,
 	}
-	canon, err := Canonicalize(v.args(t), Limits{MaxDepth: v.MaxDepth, MaxArgBytes: v.MaxArgBytes})
+	canon, err := Canonicalize(v.args(t), contract.Limits{MaxDepth: v.MaxDepth, MaxArgBytes: v.MaxArgBytes})
 	if err != nil {
 		out.Error = errorKind(t, err)
 		return out
@@ -96,8 +97,8 @@ func derive(t *testing.T, v goldenVector) goldenVector {
 // that messages may improve without touching the vectors.
 func errorKind(t *testing.T, err error) string {
 	t.Helper()
-	var ae *ArgumentsError
-	var le *LimitError
+	var ae *contract.ArgumentsError
+	var le *contract.LimitError
 	switch {
 	case errors.As(err, &ae):
 		return "invalid arguments"
@@ -243,8 +244,8 @@ func goldenInputs() []goldenVector {
 	add("literals", `{"t":true,"f":false,"n":null}`)
 	add("empty containers", `{"a":[],"b":{},"c":"","d":[[]],"e":[{}]}`)
 	add("array order kept, objects inside sorted", `{"a":[[3,2,1],[{"b":1,"a":2}]]}`)
-	add("deep objects at the depth limit", strings.Repeat(`{"a":`, DefaultMaxDepth-1)+`{}`+strings.Repeat(`}`, DefaultMaxDepth-1))
-	add("deep arrays at the depth limit", `{"a":`+strings.Repeat(`[`, DefaultMaxDepth-1)+strings.Repeat(`]`, DefaultMaxDepth-1)+`}`)
+	add("deep objects at the depth limit", strings.Repeat(`{"a":`, contract.DefaultMaxDepth-1)+`{}`+strings.Repeat(`}`, contract.DefaultMaxDepth-1))
+	add("deep arrays at the depth limit", `{"a":`+strings.Repeat(`[`, contract.DefaultMaxDepth-1)+strings.Repeat(`]`, contract.DefaultMaxDepth-1)+`}`)
 	add("configured depth limit", `{"a":[[1]]}`).MaxDepth = 3
 	var arr []string
 	for i := range 1000 {
@@ -290,7 +291,7 @@ func goldenInputs() []goldenVector {
 	add("error: trailing comma", `{"a":1,}`)
 	add("error: trailing data", `{} x`)
 	add("error: truncated", `{"a":`)
-	add("error: one level too deep", strings.Repeat(`{"a":`, DefaultMaxDepth)+`{}`+strings.Repeat(`}`, DefaultMaxDepth))
+	add("error: one level too deep", strings.Repeat(`{"a":`, contract.DefaultMaxDepth)+`{}`+strings.Repeat(`}`, contract.DefaultMaxDepth))
 	add("error: a thousand open brackets", `{"a":`+strings.Repeat(`[`, 1000))
 	add("error: too large", `{"a":123}`).MaxArgBytes = 8
 	return vs

@@ -4,7 +4,7 @@ import "strconv"
 
 // MaxExponent bounds the decimal exponent of a canonical number (see the
 // package documentation): a non-zero number whose canonical exponent E has
-// |E| > MaxExponent is refused with an *ArgumentsError. The bound keeps every
+// |E| > MaxExponent is refused with an *contract.ArgumentsError. The bound keeps every
 // exponent in an int64 and every canonical number short, whatever the input
 // spells (1e999999999999999999999 is refused; 1e999999999 is accepted and
 // stays 14 bytes long).

@@ -4,20 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Version is the label of the recipe implemented here. It is part of every
 // hashed input, so a future recipe can never produce a v1 key by accident.
 const Version = "idemstore/keyhash/v1"
 
-// Sum is a SHA-256 digest: a key or a fingerprint.
-type Sum [sha256.Size]byte
-
-// String returns the digest in lower-case hex.
-func (s Sum) String() string { return hex.EncodeToString(s[:]) }
-
-// IsZero reports whether s is the zero value (never the result of a hash).
-func (s Sum) IsZero() bool { return s == Sum{} }
+// Sum is a SHA-256 digest: a key or a fingerprint. It is contract.Sum, the
+// type every package of the module uses for keys.
+type Sum = contract.Sum
 
 // Labels of the hashed parts. They keep the namespaces of id keys, argument
 // keys, fingerprints and downstream keys apart.
@@ -29,7 +26,7 @@ const (
 )
 
 // IDKey is the key of a call that carries an invocation id: it depends on the
-// id alone. Validate the id with Limits.CheckInvocationID first.
+// id alone. Validate the id with contract.Limits.CheckInvocationID first.
 func IDKey(invocationID string) Sum {
 	return hashParts(labelIDKey, invocationID)
 }

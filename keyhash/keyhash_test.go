@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -114,12 +115,12 @@ func TestDownstreamKeyDependsOnScopeAndKeyOnly(t *testing.T) {
 
 func TestCheckToolAndInvocationID(t *testing.T) {
 	t.Parallel()
-	var lim Limits
+	var lim contract.Limits
 	require.NoError(t, lim.CheckTool("send_mail"))
-	require.NoError(t, lim.CheckTool(strings.Repeat("t", DefaultMaxToolBytes)))
+	require.NoError(t, lim.CheckTool(strings.Repeat("t", contract.DefaultMaxToolBytes)))
 	require.NoError(t, lim.CheckInvocationID("call_01HZX"))
 	require.NoError(t, lim.CheckInvocationID("é😀"))
-	require.NoError(t, lim.CheckInvocationID(strings.Repeat("i", DefaultMaxInvocationIDBytes)))
+	require.NoError(t, lim.CheckInvocationID(strings.Repeat("i", contract.DefaultMaxInvocationIDBytes)))
 
 	for _, tc := range []struct {
 		name    string
@@ -134,9 +135,9 @@ func TestCheckToolAndInvocationID(t *testing.T) {
 		{"tool with NUL", lim.CheckTool("a\x00b"), "tool", "contains a NUL byte"},
 		{"id with NUL", lim.CheckInvocationID("\x00"), "invocation id", "contains a NUL byte"},
 	} {
-		var ie *InputError
+		var ie *contract.InputError
 		require.ErrorAs(t, tc.err, &ie, tc.name)
-		require.ErrorIs(t, tc.err, ErrInvalidInput, tc.name)
+		require.ErrorIs(t, tc.err, contract.ErrInvalidInput, tc.name)
 		require.Equal(t, tc.field, ie.Field, tc.name)
 		require.Equal(t, tc.problem, ie.Problem, tc.name)
 		require.EqualError(t, tc.err, "idemstore: invalid input: "+tc.field+": "+tc.problem, tc.name)
@@ -148,16 +149,16 @@ func TestCheckToolAndInvocationID(t *testing.T) {
 		value int
 		max   int
 	}{
-		{lim.CheckTool(strings.Repeat("t", DefaultMaxToolBytes+1)), "MaxToolBytes", DefaultMaxToolBytes + 1, DefaultMaxToolBytes},
-		{lim.CheckInvocationID(strings.Repeat("i", DefaultMaxInvocationIDBytes+1)), "MaxInvocationIDBytes", DefaultMaxInvocationIDBytes + 1, DefaultMaxInvocationIDBytes},
-		{Limits{MaxToolBytes: 3}.CheckTool("abcd"), "MaxToolBytes", 4, 3},
-		{Limits{MaxInvocationIDBytes: 2}.CheckInvocationID("é😀"), "MaxInvocationIDBytes", 6, 2},
+		{lim.CheckTool(strings.Repeat("t", contract.DefaultMaxToolBytes+1)), "MaxToolBytes", contract.DefaultMaxToolBytes + 1, contract.DefaultMaxToolBytes},
+		{lim.CheckInvocationID(strings.Repeat("i", contract.DefaultMaxInvocationIDBytes+1)), "MaxInvocationIDBytes", contract.DefaultMaxInvocationIDBytes + 1, contract.DefaultMaxInvocationIDBytes},
+		{contract.Limits{MaxToolBytes: 3}.CheckTool("abcd"), "MaxToolBytes", 4, 3},
+		{contract.Limits{MaxInvocationIDBytes: 2}.CheckInvocationID("é😀"), "MaxInvocationIDBytes", 6, 2},
 	} {
-		var le *LimitError
+		var le *contract.LimitError
 		require.ErrorAs(t, tc.err, &le)
-		require.ErrorIs(t, tc.err, ErrTooLarge)
-		require.False(t, errors.Is(tc.err, ErrInvalidInput))
-		require.Equal(t, LimitError{Limit: tc.limit, Value: tc.value, Max: tc.max}, *le)
+		require.ErrorIs(t, tc.err, contract.ErrTooLarge)
+		require.False(t, errors.Is(tc.err, contract.ErrInvalidInput))
+		require.Equal(t, contract.LimitError{Limit: tc.limit, Value: tc.value, Max: tc.max}, *le)
 	}
-	require.NoError(t, Limits{MaxToolBytes: 3}.CheckTool("abc"))
+	require.NoError(t, contract.Limits{MaxToolBytes: 3}.CheckTool("abc"))
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -362,13 +363,13 @@ func TestAnySpellingOfAValueGivesItsCanonicalBytes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := drawObject(t, 4)
 		want := modelString(v)
-		first, err := Canonicalize(spelled(t, v), Limits{})
+		first, err := Canonicalize(spelled(t, v), contract.Limits{})
 		require.NoError(t, err)
 		require.Equal(t, want, string(first))
-		second, err := Canonicalize(spelled(t, v), Limits{})
+		second, err := Canonicalize(spelled(t, v), contract.Limits{})
 		require.NoError(t, err)
 		require.Equal(t, want, string(second))
-		again, err := Canonicalize(first, Limits{})
+		again, err := Canonicalize(first, contract.Limits{})
 		require.NoError(t, err)
 		require.Equal(t, want, string(again))
 	})
@@ -381,9 +382,9 @@ func TestChangingOneLeafChangesTheCanonicalBytes(t *testing.T) {
 		w := clone(v)
 		mutate(t, &w)
 		require.NotEqual(t, modelString(v), modelString(w))
-		a, err := Canonicalize(spelled(t, v), Limits{})
+		a, err := Canonicalize(spelled(t, v), contract.Limits{})
 		require.NoError(t, err)
-		b, err := Canonicalize(spelled(t, w), Limits{})
+		b, err := Canonicalize(spelled(t, w), contract.Limits{})
 		require.NoError(t, err)
 		require.NotEqual(t, string(a), string(b))
 		require.Equal(t, modelString(w), string(b))

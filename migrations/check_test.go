@@ -17,12 +17,12 @@ func TestCheckReportsAMissingVersionTableWithTheCommandToRun(t *testing.T) {
 	ctx := context.Background()
 	pool, schema := pgtest.NewEmptySchema(t)
 	err := migrations.Check(ctx, pool, schema)
-	require.ErrorIs(t, err, store.ErrSchemaNotMigrated)
-	var se *store.SchemaError
+	require.ErrorIs(t, err, schema.ErrNotMigrated)
+	var se *schema.NotMigratedError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, schema, se.Schema)
 	require.Zero(t, se.Have)
-	require.Equal(t, migrations.Latest(), se.Want)
+	require.Equal(t, schema.Latest, se.Want)
 	require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+schema+" up", se.Command)
 	require.Contains(t, err.Error(), se.Command)
 }
@@ -30,7 +30,7 @@ func TestCheckReportsAMissingVersionTableWithTheCommandToRun(t *testing.T) {
 func TestCheckReportsASchemaThatDoesNotExist(t *testing.T) {
 	t.Parallel()
 	pool, schema := pgtest.NewEmptySchema(t)
-	var se *store.SchemaError
+	var se *schema.NotMigratedError
 	require.ErrorAs(t, migrations.Check(context.Background(), pool, schema+"_absent"), &se)
 	require.Zero(t, se.Have)
 }
@@ -40,11 +40,11 @@ func TestCheckReportsABehindSchema(t *testing.T) {
 	ctx := context.Background()
 	pool, schema := pgtest.NewSchema(t)
 	require.NoError(t, migrations.Check(ctx, pool, schema))
-	_, err := pool.Exec(ctx, "DELETE FROM "+pgx.Identifier{schema, migrations.VersionTable}.Sanitize()+" WHERE version_id = $1", migrations.Latest())
+	_, err := pool.Exec(ctx, "DELETE FROM "+pgx.Identifier{schema, migrations.VersionTable}.Sanitize()+" WHERE version_id = $1", schema.Latest)
 	require.NoError(t, err)
-	var se *store.SchemaError
+	var se *schema.NotMigratedError
 	require.ErrorAs(t, migrations.Check(ctx, pool, schema), &se)
-	require.Equal(t, migrations.Latest()-1, se.Have)
+	require.Equal(t, schema.Latest-1, se.Have)
 }
 
 func TestCheckAcceptsANewerSchema(t *testing.T) {
@@ -52,7 +52,7 @@ func TestCheckAcceptsANewerSchema(t *testing.T) {
 	ctx := context.Background()
 	pool, schema := pgtest.NewSchema(t)
 	_, err := pool.Exec(ctx, "INSERT INTO "+pgx.Identifier{schema, migrations.VersionTable}.Sanitize()+
-		" (version_id, is_applied) VALUES ($1, true)", migrations.Latest()+1)
+		" (version_id, is_applied) VALUES ($1, true)", schema.Latest+1)
 	require.NoError(t, err)
 	require.NoError(t, migrations.Check(ctx, pool, schema), "a newer schema serves an older build during a rolling deploy")
 }
@@ -64,7 +64,7 @@ func TestCheckInsideATransactionLeavesItUsable(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	require.ErrorIs(t, migrations.Check(ctx, tx, schema), store.ErrSchemaNotMigrated)
+	require.ErrorIs(t, migrations.Check(ctx, tx, schema), schema.ErrNotMigrated)
 	var one int
 	require.NoError(t, tx.QueryRow(ctx, "SELECT 1").Scan(&one), "Check must not abort the caller's transaction")
 	require.NoError(t, tx.Commit(ctx))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -71,7 +72,7 @@ func TestUpCreatesTheSchemaAndIsIdempotent(t *testing.T) {
 	require.Empty(t, again, "a second Up applies nothing")
 	v, err := m.Version(ctx)
 	require.NoError(t, err)
-	require.Equal(t, migrations.Latest(), v)
+	require.Equal(t, schema.Latest, v)
 
 	// The package-level Up, with a new connection, agrees.
 	require.NoError(t, migrations.Up(ctx, pgtest.URL(t), schema))
@@ -93,14 +94,14 @@ func TestDownThenUpRestoresTheSchema(t *testing.T) {
 
 	res, err := m.Down(ctx)
 	require.NoError(t, err)
-	require.Equal(t, migrations.Latest(), res.Source.Version)
+	require.Equal(t, schema.Latest, res.Source.Version)
 	v, err := m.Version(ctx)
 	require.NoError(t, err)
-	require.Less(t, v, migrations.Latest())
-	if migrations.Latest() == 1 {
+	require.Less(t, v, schema.Latest)
+	if schema.Latest == 1 {
 		require.False(t, tableExists(t, pool, schema, "idem_records"), "down of the first migration drops its tables")
 	}
-	var se *store.SchemaError
+	var se *schema.NotMigratedError
 	require.ErrorAs(t, migrations.Check(ctx, pool, schema), &se)
 
 	applied, err := m.Up(ctx)
@@ -229,7 +230,7 @@ func TestSchemasMigrateIndependently(t *testing.T) {
 	pool, a := pgtest.NewSchema(t)
 	_, b := pgtest.NewEmptySchema(t)
 	require.NoError(t, migrations.Check(ctx, pool, a))
-	require.ErrorIs(t, migrations.Check(ctx, pool, b), store.ErrSchemaNotMigrated)
+	require.ErrorIs(t, migrations.Check(ctx, pool, b), schema.ErrNotMigrated)
 }
 
 func TestOpenRejectsABadSchemaBeforeConnecting(t *testing.T) {

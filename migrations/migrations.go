@@ -24,6 +24,8 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/idemstore/idemstore/migrations/schema"
+
 	"github.com/pressly/goose/v3"
 )
 
@@ -35,12 +37,12 @@ import (
 var FS embed.FS
 
 // DefaultSchema is the PostgreSQL schema idemstore uses when none is given.
-const DefaultSchema = "idemstore"
+const DefaultSchema = schema.Default
 
 // VersionTable is the name of idemstore's goose version table, created inside
 // the store's schema. It is not goose's default (goose_db_version) so that a
 // host application that uses goose itself keeps its own history untouched.
-const VersionTable = "idem_goose_version"
+const VersionTable = schema.VersionTable
 
 // Latest returns the highest migration version in FS: the version a schema
 // must have for this build of idemstore to use it.

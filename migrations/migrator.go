@@ -40,7 +40,7 @@ type Migrator struct {
 
 // Open checks schema, connects to databaseURL (any form pgx accepts: a URL
 // or key=value pairs) and returns a Migrator for the migrations in FS. It
-// fails with a *store.InputError for a bad schema name, and with the
+// fails with a *contract.InputError for a bad schema name, and with the
 // connection error when the server cannot be reached or refuses the login.
 // Open writes nothing to the database.
 func Open(ctx context.Context, databaseURL, schema string) (*Migrator, error) {

@@ -10,19 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
 func TestValidateSchemaAcceptsOnlySafeLowerCaseNames(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"idemstore", "_x", "a", "a1_b2", strings.Repeat("a", 63), "public"} {
-		require.NoError(t, migrations.ValidateSchema(ok), ok)
+		require.NoError(t, schema.Validate(ok), ok)
 	}
 	for _, bad := range []string{
 		"", "Idemstore", "1abc", "a-b", "a b", `a"b`, "a;drop", "é", strings.Repeat("a", 64),
 		"pg_catalog", "pg_x", "a\x00",
 	} {
-		err := migrations.ValidateSchema(bad)
+		err := schema.Validate(bad)
 		require.Error(t, err, "%q", bad)
 		require.True(t, errors.Is(err, store.ErrInvalidInput), "%q: %v", bad, err)
 		var ie *store.InputError
@@ -42,6 +43,6 @@ func TestLatestIsTheHighestVersionInFS(t *testing.T) {
 		require.NoError(t, err, n)
 		want = max(want, v)
 	}
-	require.Equal(t, want, migrations.Latest())
-	require.GreaterOrEqual(t, migrations.Latest(), int64(1))
+	require.Equal(t, want, schema.Latest)
+	require.GreaterOrEqual(t, schema.Latest, int64(1))
 }

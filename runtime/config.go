@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/store"
 )
 
 // Defaults of Config.
@@ -29,12 +31,16 @@ type Config struct {
 	// only answer).
 	Tools *Registry
 
-	// Executor runs the calls. Usually executor.Idempotent wrapping Tools, so
-	// that a call asked for again in the same run is replayed; the run's scope
-	// is the executor's. When it implements executor.Prober, calls are probed
-	// before they are reported (see the package doc). Defaults to Tools
-	// itself: every call runs, nothing is replayed.
-	Executor executor.Executor
+	// Store keeps the outcome of every tool call of a run, so that a call
+	// the model asks for again in the same run (scope) is replayed instead
+	// of run twice: the runtime wraps Tools in one executor.Idempotent over
+	// Store and gives each Run its scope. Defaults to nil: every call runs,
+	// nothing is replayed.
+	Store store.CallStore
+
+	// Executor tunes that idempotent executor (mode, lease, waits, what is
+	// stored). Defaults to executor's defaults.
+	Executor *executor.Config
 
 	// QualityGates check the final answer, in order; the first rejection
 	// decides. Defaults to none (every answer is accepted).
@@ -57,8 +63,9 @@ type Config struct {
 	// SystemPrompt, when set, is the conversation's first message.
 	SystemPrompt string
 
-	// Progress receives the human-readable steps of the run, one line each,
-	// synchronously. Defaults to discarding them.
+	// Progress receives the human-readable steps of every run, one line
+	// each, synchronously (Transcript.Steps keeps each run's own). Defaults
+	// to discarding them.
 	Progress func(step string)
 
 	// Observers are told about every real tool call (never a replay).
@@ -68,7 +75,7 @@ type Config struct {
 	Bus Publisher
 
 	// Logger logs what the run cannot report elsewhere (a failed probe, a
-	// failed publish). Defaults to discarding.
+	// failed publish). Defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
 
@@ -80,9 +87,6 @@ const NoRetries = -1
 func (c Config) withDefaults() Config {
 	if c.Tools == nil {
 		c.Tools = NewRegistry()
-	}
-	if c.Executor == nil {
-		c.Executor = c.Tools
 	}
 	switch {
 	case c.MaxRetries == 0:
@@ -105,26 +109,32 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// configName names Config in its errors.
+const configName = "runtime.Config"
+
 // validate rejects nonsense before the first run.
 func (c Config) validate() error {
+	cfgErr := func(field, problem string) error {
+		return &contract.ConfigError{Config: configName, Field: field, Problem: problem}
+	}
 	switch {
 	case c.Model == nil:
-		return &ConfigError{Field: "Model", Problem: "required"}
+		return cfgErr("Model", "required")
 	case c.MaxRetries < NoRetries:
-		return &ConfigError{Field: "MaxRetries", Problem: "negative (use NoRetries to disable retries)"}
+		return cfgErr("MaxRetries", "negative (use NoRetries to disable retries)")
 	case c.MaxTurns < 0:
-		return &ConfigError{Field: "MaxTurns", Problem: "negative"}
+		return cfgErr("MaxTurns", "negative")
 	case c.MaxStepOutput < 0:
-		return &ConfigError{Field: "MaxStepOutput", Problem: "negative"}
+		return cfgErr("MaxStepOutput", "negative")
 	}
 	for i, g := range c.QualityGates {
 		if g == nil {
-			return &ConfigError{Field: "QualityGates", Problem: "gate " + strconv.Itoa(i) + " is nil"}
+			return cfgErr("QualityGates", "gate "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, o := range c.Observers {
 		if o == nil {
-			return &ConfigError{Field: "Observers", Problem: "observer " + strconv.Itoa(i) + " is nil"}
+			return cfgErr("Observers", "observer "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	return nil

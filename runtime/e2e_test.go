@@ -178,7 +178,7 @@ func TestSameCallTwiceInOneTurnRunsOnce(t *testing.T) {
 	b := setupReal(t, "run-twice", nil)
 	args := json.RawMessage(`{"to":"ada@example.com"}`)
 	model := NewScriptedModel(
-		toolCalls(executor.Call{ID: "x", Tool: "send_mail", Args: args}, executor.Call{ID: "y", Tool: "send_mail", Args: args}),
+		toolCalls(executor.Call{ProviderCallID: "x", Tool: "send_mail", Args: args}, executor.Call{ProviderCallID: "y", Tool: "send_mail", Args: args}),
 		answer("ok"),
 	)
 	rt, err := New(b.config(model))

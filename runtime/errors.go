@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Sentinels matched with errors.Is; the typed errors below unwrap to them.
@@ -16,15 +18,10 @@ var (
 	// ErrInvalidToolSpec: a tool's spec is malformed (empty name, schema that
 	// is not JSON, nil executor).
 	ErrInvalidToolSpec = errors.New("runtime: invalid tool spec")
-	// ErrInvalidConfig: the runtime's configuration is malformed.
-	ErrInvalidConfig = errors.New("runtime: invalid config")
 	// ErrAnswerRejected: the quality gates rejected every attempt.
 	ErrAnswerRejected = errors.New("runtime: answer rejected")
 	// ErrTurnLimit: an attempt used all its turns without a final answer.
 	ErrTurnLimit = errors.New("runtime: turn limit reached")
-	// ErrScriptExhausted: a ScriptedModel was asked for more responses than
-	// it holds.
-	ErrScriptExhausted = errors.New("runtime: scripted model has no more responses")
 )
 
 // ToolError reports a tool the runtime refused to run or register. Err is
@@ -37,37 +34,24 @@ type ToolError struct {
 
 func (e *ToolError) Error() string {
 	if e.Problem != "" {
-		return fmt.Sprintf("%v: %q: %s", e.Err, e.Tool, e.Problem)
+		return fmt.Sprintf("%v: %s: %s", e.Err, contract.Quote(e.Tool), e.Problem)
 	}
-	return fmt.Sprintf("%v: %q", e.Err, e.Tool)
+	return fmt.Sprintf("%v: %s", e.Err, contract.Quote(e.Tool))
 }
 
 // Unwrap returns the sentinel.
 func (e *ToolError) Unwrap() error { return e.Err }
 
-// ConfigError names the Config field that is wrong.
-type ConfigError struct {
-	Field   string
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return "runtime: invalid config: " + e.Field + ": " + e.Problem
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
-
 // RejectedError reports that the quality gates rejected the answer of every
 // attempt; Feedback is the last rejection's.
 type RejectedError struct {
-	Attempts int
-	Gate     int // index in Config.QualityGates of the gate that rejected last
-	Feedback string
+	GateAttempts int
+	Gate         int // index in Config.QualityGates of the gate that rejected last
+	Feedback     string
 }
 
 func (e *RejectedError) Error() string {
-	return fmt.Sprintf("runtime: answer rejected: %d attempts, last feedback from gate %d: %s", e.Attempts, e.Gate, e.Feedback)
+	return fmt.Sprintf("runtime: answer rejected: %d gate attempts, last feedback from gate %d: %s", e.GateAttempts, e.Gate, e.Feedback)
 }
 
 // Unwrap makes errors.Is(err, ErrAnswerRejected) true.
@@ -77,12 +61,12 @@ func (e *RejectedError) Unwrap() error { return ErrAnswerRejected }
 // asked for tools. Those last calls are not run: the model could never see
 // their results.
 type TurnLimitError struct {
-	Attempt  int
-	MaxTurns int
+	GateAttempt int
+	MaxTurns    int
 }
 
 func (e *TurnLimitError) Error() string {
-	return fmt.Sprintf("runtime: turn limit reached: attempt %d used all %d turns without a final answer", e.Attempt, e.MaxTurns)
+	return fmt.Sprintf("runtime: turn limit reached: gate attempt %d used all %d turns without a final answer", e.GateAttempt, e.MaxTurns)
 }
 
 // Unwrap makes errors.Is(err, ErrTurnLimit) true.

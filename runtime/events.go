@@ -10,10 +10,10 @@ import (
 // EventKind says what an Event reports.
 type EventKind string
 
-// Event kinds. A replayed call (a probe hit) has none: it is reported only by
+// Event kinds. A replayed call (found by the probe) has none: it is reported only by
 // its progress step.
 const (
-	// EventToolStarted: a real call is about to run (a probe miss).
+	// EventToolStarted: a real call is about to run (a miss).
 	EventToolStarted EventKind = "tool_started"
 	// EventToolCompleted: a real call finished (Status, Output, Err set).
 	EventToolCompleted EventKind = "tool_completed"
@@ -27,9 +27,9 @@ const (
 // Transcript.Events and published on Config.Bus; tool events also go to
 // Config.Observers.
 type Event struct {
-	Kind    EventKind
-	Attempt int // 1 for the first attempt
-	Turn    int // 1 for the first model turn of the attempt; 0 for run events
+	Kind        EventKind
+	GateAttempt int // 1 for the first gate attempt
+	Turn        int // 1 for the first model turn of the attempt; 0 for run events
 
 	// Tool events.
 	Call     executor.Call

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/runtimetest"
 	"github.com/idemstore/idemstore/store/memstore"
 )
 
@@ -24,7 +25,7 @@ func ExampleRuntime_Run() {
 	st, _ := memstore.New(nil)
 	exec, _ := executor.New(tools, st, "run-1", nil) // the scope is the run
 	mail := executor.Call{Tool: "send_mail", Args: []byte(`{"to":"ada@example.com"}`)}
-	model := agent.NewScriptedModel(
+	model := runtimetest.NewScriptedModel(
 		agent.Response{ToolCalls: []executor.Call{mail}},
 		agent.Response{Text: "Sent."},
 		agent.Response{ToolCalls: []executor.Call{mail}}, // the retry asks again

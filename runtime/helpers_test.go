@@ -178,11 +178,11 @@ func (f *fakeExec) executedCalls() []executor.Call {
 type recordingObserver struct{ tl *timeline }
 
 func (o recordingObserver) OnToolStarted(_ context.Context, e Event) {
-	o.tl.add("observer: started " + e.Call.Tool + " " + e.Call.ID)
+	o.tl.add("observer: started " + e.Call.Tool + " " + e.Call.ProviderCallID)
 }
 
 func (o recordingObserver) OnToolCompleted(_ context.Context, e Event) {
-	o.tl.add("observer: completed " + e.Call.Tool + " " + e.Call.ID + " " + e.Status.String())
+	o.tl.add("observer: completed " + e.Call.Tool + " " + e.Call.ProviderCallID + " " + e.Status.String())
 }
 
 // recordingBus writes published events to the timeline.
@@ -191,7 +191,7 @@ type recordingBus struct{ tl *timeline }
 func (b recordingBus) Publish(_ context.Context, e Event) error {
 	s := "bus: " + string(e.Kind)
 	if e.Call.Tool != "" {
-		s += " " + e.Call.Tool + " " + e.Call.ID
+		s += " " + e.Call.Tool + " " + e.Call.ProviderCallID
 	}
 	b.tl.add(s)
 	return nil
@@ -243,7 +243,7 @@ func (b *testBundle) run(t *testing.T, cfg *Config, input string) (Transcript, e
 }
 
 func call(id, tool, args string) executor.Call {
-	return executor.Call{ID: id, Tool: tool, Args: json.RawMessage(args)}
+	return executor.Call{ProviderCallID: id, Tool: tool, Args: json.RawMessage(args)}
 }
 
 func toolCalls(calls ...executor.Call) Response { return Response{ToolCalls: calls} }
@@ -254,7 +254,7 @@ func answer(text string) Response { return Response{Text: text} }
 func toolMessage(t *testing.T, req Request, id string) Message {
 	t.Helper()
 	for _, m := range req.Messages {
-		if m.Role == RoleTool && m.ToolCallID == id {
+		if m.Role == RoleTool && m.ProviderCallID == id {
 			return m
 		}
 	}
@@ -265,7 +265,7 @@ func toolMessage(t *testing.T, req Request, id string) Message {
 func entryFor(t *testing.T, tr Transcript, id string) CallEntry {
 	t.Helper()
 	for _, e := range tr.Calls {
-		if e.Call.ID == id {
+		if e.Call.ProviderCallID == id {
 			return e
 		}
 	}

@@ -109,7 +109,7 @@ func TestTurnLimit(t *testing.T) {
 	b := setup(t)
 	model := NewScriptedFunc(func(n int, _ Request) (Response, error) {
 		args, _ := json.Marshal(map[string]int{"id": n})
-		return toolCalls(executor.Call{ID: "c" + strconv.Itoa(n), Tool: "lookup", Args: args}), nil
+		return toolCalls(executor.Call{ProviderCallID: "c" + strconv.Itoa(n), Tool: "lookup", Args: args}), nil
 	})
 	cfg := b.config(model)
 	cfg.MaxTurns = 3

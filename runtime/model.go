@@ -24,9 +24,9 @@ type Message struct {
 	Content string
 	// ToolCalls are the calls an assistant message asked for.
 	ToolCalls []executor.Call
-	// ToolCallID pairs a tool message with the call (executor.Call.ID) whose
-	// result it carries.
-	ToolCallID string
+	// ProviderCallID pairs a tool message with the call
+	// (executor.Call.ProviderCallID) whose result it carries.
+	ProviderCallID string
 	// ToolName is the tool a tool message answers for.
 	ToolName string
 	// IsError marks a tool message that reports a failed or refused call.
@@ -57,7 +57,7 @@ type Response struct {
 }
 
 // Model is the language model behind the loop. It is an interface so that a
-// provider's client, a scripted test model (ScriptedModel) or a recorded
+// provider's client (runtime/openaimodel), a scripted test model (runtimetest.ScriptedModel) or a recorded
 // session can all drive the same runtime.
 type Model interface {
 	Complete(ctx context.Context, req Request) (Response, error)

@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/store"
 )
 
-// Runtime runs the agent loop. It holds no per-run state: one Runtime may
-// serve concurrent runs if its Model, Executor, gates, observers and bus are
-// safe for concurrent use. The scope of the idempotent executor is the run's
-// scope, so give each run (execution id) its own executor and Runtime.
+// Runtime runs the agent loop. A service creates one, with its model, tool
+// registry and store, and runs every run through it: Run takes the run's
+// scope, so one Runtime serves many runs at once, each replaying its own
+// calls and never another's. It is safe for concurrent use when its Model,
+// tools, gates, observers and bus are.
 type Runtime struct {
-	cfg    Config
-	prober executor.Prober // cfg.Executor as a Prober, or nil
+	cfg  Config
+	exec *executor.Idempotent // nil without a Store: every call runs
 }
 
 // New checks cfg and returns a Runtime. cfg.Model is required, so a nil cfg
-// is refused with a *ConfigError like any other invalid config.
+// is refused with a *contract.ConfigError like any other invalid config.
 func New(cfg *Config) (*Runtime, error) {
 	var c Config
 	if cfg != nil {
@@ -29,26 +32,42 @@ func New(cfg *Config) (*Runtime, error) {
 	}
 	c = c.withDefaults()
 	r := &Runtime{cfg: c}
-	r.prober, _ = c.Executor.(executor.Prober)
+	if c.Store != nil {
+		exec, err := executor.New(c.Tools, c.Store, c.Executor)
+		if err != nil {
+			return nil, err
+		}
+		r.exec = exec
+	}
 	return r, nil
 }
 
-// Run answers input: it asks the model, runs the tool calls it asks for,
-// offers the answer to the quality gates and, on a rejection, adds the
-// gate's feedback as a user message and retries with the same executor (so
-// the same scope: calls asked for again are replayed), up to MaxRetries
-// times.
+// Run answers input in the run named scope: it asks the model, runs the
+// tool calls it asks for, offers the answer to the quality gates and, on a
+// rejection, adds the gate's feedback as a user message and retries in the
+// same scope (so calls asked for again are replayed), up to MaxRetries
+// times. Runs the same scope again later (a retried request) replays too,
+// for as long as the store keeps the scope.
 //
 // The transcript is returned also with an error, holding what happened so
-// far. Errors: *RejectedError (every attempt rejected), *TurnLimitError, a
-// gate's or the model's error (wrapped), or ctx's error once ctx is done:
-// cancellation stops the run before the next model turn or tool call.
-func (r *Runtime) Run(ctx context.Context, input string) (Transcript, error) {
-	s := &run{
-		cfg:    r.cfg,
-		prober: r.prober,
-		steps:  stepWriter{emit: r.cfg.Progress, max: r.cfg.MaxStepOutput},
-		specs:  r.cfg.Tools.Specs(),
+// far. Errors: a bad scope (*contract.InputError or *contract.LimitError,
+// before anything runs), *RejectedError (every attempt rejected),
+// *TurnLimitError, a gate's or the model's error (wrapped), or ctx's error
+// once ctx is done: cancellation stops the run before the next model turn
+// or tool call.
+func (r *Runtime) Run(ctx context.Context, scope, input string) (Transcript, error) {
+	if err := contract.CheckContext(ctx); err != nil {
+		return Transcript{}, err
+	}
+	s := &run{cfg: r.cfg, specs: r.cfg.Tools.Specs()}
+	s.steps = stepWriter{emit: s.step, max: r.cfg.MaxStepOutput}
+	if r.exec != nil {
+		s.exec = r.exec.ForScope(scope)
+		if err := s.exec.Err(); err != nil {
+			return Transcript{}, err
+		}
+	} else if err := (store.Limits{}).CheckScope(scope); err != nil {
+		return Transcript{}, err
 	}
 	if s.cfg.SystemPrompt != "" {
 		s.messages = append(s.messages, Message{Role: RoleSystem, Content: s.cfg.SystemPrompt})
@@ -62,7 +81,7 @@ func (r *Runtime) Run(ctx context.Context, input string) (Transcript, error) {
 // run is the state of one Run.
 type run struct {
 	cfg      Config
-	prober   executor.Prober
+	exec     *executor.Scoped // nil without a Store
 	steps    stepWriter
 	specs    []ToolSpec
 	messages []Message
@@ -76,7 +95,7 @@ func (s *run) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s.tr.Attempts = attempt
+		s.tr.GateAttempts = attempt
 		s.steps.attempt(attempt, maxAttempts)
 		answer, err := s.attempt(ctx, attempt)
 		if err != nil {
@@ -91,7 +110,7 @@ func (s *run) loop(ctx context.Context) error {
 		if verdict.Accepted {
 			s.tr.Answer = answer
 			s.steps.accepted(attempt)
-			s.emit(ctx, Event{Kind: EventRunCompleted, Attempt: attempt, Answer: answer})
+			s.emit(ctx, Event{Kind: EventRunCompleted, GateAttempt: attempt, Answer: answer})
 			return nil
 		}
 		feedback := verdict.Feedback
@@ -99,9 +118,9 @@ func (s *run) loop(ctx context.Context) error {
 			feedback = defaultFeedback
 		}
 		s.steps.rejected(feedback)
-		s.emit(ctx, Event{Kind: EventAnswerRejected, Attempt: attempt, Answer: answer, Feedback: feedback})
+		s.emit(ctx, Event{Kind: EventAnswerRejected, GateAttempt: attempt, Answer: answer, Feedback: feedback})
 		if attempt == maxAttempts {
-			return &RejectedError{Attempts: attempt, Gate: gate, Feedback: feedback}
+			return &RejectedError{GateAttempts: attempt, Gate: gate, Feedback: feedback}
 		}
 		s.messages = append(s.messages, Message{Role: RoleUser, Content: feedback})
 	}
@@ -132,7 +151,7 @@ func (s *run) attempt(ctx context.Context, attempt int) (string, error) {
 			return "", err
 		}
 	}
-	return "", &TurnLimitError{Attempt: attempt, MaxTurns: s.cfg.MaxTurns}
+	return "", &TurnLimitError{GateAttempt: attempt, MaxTurns: s.cfg.MaxTurns}
 }
 
 // check offers answer to the gates in order; the first rejection decides.
@@ -160,6 +179,13 @@ func (s *run) emit(ctx context.Context, e Event) {
 		return
 	}
 	if err := s.cfg.Bus.Publish(ctx, e); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "runtime: publishing an event failed", "kind", string(e.Kind), "tool", e.Call.Tool, "err", err)
+		s.cfg.Logger.WarnContext(ctx, "runtime: publishing an event failed", "kind", string(e.Kind), "tool", e.Call.Tool, "error", err)
 	}
+}
+
+// step records a progress step in the transcript and hands it to
+// Config.Progress.
+func (s *run) step(line string) {
+	s.tr.Steps = append(s.tr.Steps, line)
+	s.cfg.Progress(line)
 }

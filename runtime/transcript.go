@@ -7,33 +7,34 @@ type Status uint8
 
 // Call statuses.
 const (
-	// Succeeded: the tool ran and succeeded.
-	Succeeded Status = iota + 1
-	// Failed: the tool ran (or was handed to the executor) and failed.
-	Failed
-	// Cached: the stored outcome of an earlier identical call was replayed;
-	// the tool did not run.
-	Cached
-	// CachedFailure: a stored permanent failure was replayed; the tool did
-	// not run.
-	CachedFailure
-	// Refused: the call never reached the tool: unknown or not-allowed tool,
-	// or a bad call found by the probe (invalid arguments, too large,
-	// fingerprint mismatch). The model got the error as the call's result.
-	Refused
+	// StatusSucceeded: the tool ran and succeeded.
+	StatusSucceeded Status = iota + 1
+	// StatusFailed: the tool ran (or was handed to the executor) and failed.
+	StatusFailed
+	// StatusReplayed: the stored outcome of an earlier identical call was
+	// replayed; the tool did not run.
+	StatusReplayed
+	// StatusReplayedFailure: a stored permanent failure was replayed; the
+	// tool did not run.
+	StatusReplayedFailure
+	// StatusRefused: the call never reached the tool: unknown or
+	// not-allowed tool, or a bad call found by the probe (invalid
+	// arguments, too large, fingerprint mismatch). The model got the error
+	// as the call's result.
+	StatusRefused
 )
 
 func (s Status) String() string {
 	switch s {
-	case Succeeded:
+	case StatusSucceeded:
 		return "succeeded"
-	case Failed:
+	case StatusFailed:
 		return "failed"
-	case Cached:
-		return "cached"
-	case CachedFailure:
-		return "cached failure"
-	case Refused:
+	case StatusReplayed:
+		return "replayed"
+	case StatusReplayedFailure:
+		return "replayed failure"
+	case StatusRefused:
 		return "refused"
 	}
 	return "unknown"
@@ -41,16 +42,16 @@ func (s Status) String() string {
 
 // CallEntry is one tool call of a run as the transcript records it.
 type CallEntry struct {
-	Attempt int
-	Turn    int
-	Call    executor.Call
-	Status  Status
+	GateAttempt int
+	Turn        int
+	Call        executor.Call
+	Status      Status
 	// Output is exactly what the model was handed as the call's result.
 	Output []byte
-	// Err is the error behind a Failed or Refused call (typed: match it with
+	// Err is the error behind a failed or refused call (typed: match it with
 	// errors.Is / errors.As), nil otherwise.
 	Err error
-	// ReplayedLate is set on a Cached or CachedFailure call whose probe
+	// ReplayedLate is set on a replayed call whose probe
 	// missed but whose Execute replayed an outcome stored meanwhile by
 	// another caller; such a call was reported and counted as a real call.
 	ReplayedLate bool
@@ -60,8 +61,8 @@ type CallEntry struct {
 type Transcript struct {
 	// Answer is the answer the gates accepted ("" if none was).
 	Answer string
-	// Attempts counts the attempts started (1 + retries).
-	Attempts int
+	// GateAttempts counts the gate attempts started (1 + retries).
+	GateAttempts int
 	// Calls has one entry per tool call the model asked for, in order.
 	Calls []CallEntry
 	// Invocations counts the calls reported as real calls (each had a
@@ -73,4 +74,6 @@ type Transcript struct {
 	Messages []Message
 	// Events are the events emitted, in order.
 	Events []Event
+	// Steps are the progress steps of this run, in order (see Config.Progress).
+	Steps []string
 }

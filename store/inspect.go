@@ -115,13 +115,14 @@ func (q AttentionQuery) WithDefaults() AttentionQuery {
 	return q
 }
 
-// Check rejects a query that makes no sense (negative durations or counts,
-// a limit over MaxAttentionLimit, a bad scope) against the store's limits l.
+// Check rejects a query that makes no sense (a negative duration or one over
+// MaxDuration, negative counts, a limit over MaxAttentionLimit, a bad scope)
+// against the store's limits l.
 // Call it on a query that went through WithDefaults.
 func (q AttentionQuery) Check(l Limits) error {
 	switch {
-	case q.StuckAfter < 0:
-		return &InputError{Field: "stuck after", Problem: "negative"}
+	case q.StuckAfter < 0 || q.StuckAfter > MaxDuration:
+		return CheckDuration("stuck after", q.StuckAfter)
 	case q.FailingAttempts < 0:
 		return &InputError{Field: "failing attempts", Problem: "negative"}
 	case q.Limit < 0:

@@ -125,31 +125,47 @@ type ClaimState uint8
 
 // Claim states.
 const (
-	// Claimed: the caller now holds the claim and must run the call, then
-	// Complete or Release.
-	Claimed ClaimState = 1
-	// Completed: an outcome is stored; the caller must replay it.
-	Completed ClaimState = 2
-	// InFlight: another caller holds a live claim; Wait, then Claim again.
-	InFlight ClaimState = 3
+	// ClaimGranted: the caller now holds the claim and must run the call,
+	// then Complete or Release.
+	ClaimGranted ClaimState = 1
+	// ClaimCompleted: an outcome is stored; the caller must replay it.
+	ClaimCompleted ClaimState = 2
+	// ClaimInFlight: another caller holds a live claim; Wait, then Claim
+	// again.
+	ClaimInFlight ClaimState = 3
 )
+
+func (s ClaimState) String() string {
+	switch s {
+	case ClaimGranted:
+		return "granted"
+	case ClaimCompleted:
+		return "completed"
+	case ClaimInFlight:
+		return "in_flight"
+	}
+	return "unknown"
+}
 
 // ClaimResult is what Store.Claim decided.
 type ClaimResult struct {
 	State ClaimState
-	// Record is the completed record (Completed) or the pending record whose
-	// live claim blocks the caller (InFlight).
+	// Record is the completed record (ClaimCompleted) or the pending record
+	// whose live claim blocks the caller (ClaimInFlight).
 	Record Record
-	// Claim is set when State is Claimed.
+	// Claim is set when State is ClaimGranted.
 	Claim Claim
 	// TakenOver is true when the claim replaced one whose lease expired: the
 	// earlier attempt may have run the side effect, so its outcome is unknown.
 	TakenOver bool
+	// Err is set only by ClaimMany, for an entry refused on its own (a
+	// *MismatchError); State is then zero.
+	Err error
 }
 
 // Stats are a store's counters since it was created.
 type Stats struct {
-	Hits       uint64 // lookups and claims answered by a completed record
+	Replays    uint64 // lookups and claims answered by a completed record
 	Misses     uint64 // lookups that found nothing
 	Claims     uint64 // claims granted (including takeovers)
 	Waits      uint64 // waits for another caller's claim

@@ -7,14 +7,19 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 )
 
-// Store keeps call outcomes per (scope, key). Implementations are safe for
-// concurrent use by many goroutines; the PostgreSQL store also across
-// processes.
+// CallStore is the call path: what the executor needs to replay, claim and
+// complete calls. Implementations are safe for concurrent use by many
+// goroutines; the PostgreSQL store also across processes.
 //
-// Every method checks its input against the store's limits before it writes
-// anything; bad input gives a typed error (ErrInvalidInput, ErrTooLarge) and
-// changes nothing.
-type Store interface {
+// Every method checks its input against Limits before it writes anything;
+// bad input gives a typed error (ErrInvalidInput, ErrTooLarge) and changes
+// nothing. Every duration must be positive and at most MaxDuration.
+type CallStore interface {
+	// Limits returns the limits the store enforces, with defaults applied.
+	// The executor checks every call against them before the tool runs, so
+	// that a call the store would refuse to record is never run.
+	Limits() Limits
+
 	// Get returns the live completed record of key in scope, or ErrNotFound.
 	// A pending or released record and a record of an expired scope are not
 	// found.
@@ -35,16 +40,26 @@ type Store interface {
 	Put(ctx context.Context, scope string, e Entry, out Outcome, opts WriteOptions) (rec Record, stored bool, err error)
 
 	// Claim is the exclusive mode's one atomic step: it returns the
-	// completed record (Completed), or grants a claim with a lease and a new
-	// fencing token (Claimed), or reports the live claim of another caller
-	// (InFlight). A claim is granted over no record, over a pending record
-	// of this call whose lease has expired (a takeover: TakenOver is true,
-	// Attempts + 1), and over a released record (Attempts + 1 and LastError
-	// kept when it is this call's, TakenOver false: the earlier attempt is
-	// known to have failed). A completed or pending record with another
-	// fingerprint gives ErrFingerprintMismatch and is left unchanged; a
-	// released one does not count, as if there were no record.
+	// completed record (ClaimCompleted), or grants a claim with a lease and
+	// a new fencing token (ClaimGranted), or reports the live claim of
+	// another caller (ClaimInFlight). A claim is granted over no record,
+	// over a pending record of this call whose lease has expired (a
+	// takeover: TakenOver is true, Attempts + 1), and over a released record
+	// (Attempts + 1 and LastError kept when it is this call's, TakenOver
+	// false: the earlier attempt is known to have failed). A completed or
+	// pending record with another fingerprint gives ErrFingerprintMismatch
+	// and is left unchanged; a released one does not count, as if there
+	// were no record.
 	Claim(ctx context.Context, scope string, e Entry, lease time.Duration, opts WriteOptions) (ClaimResult, error)
+
+	// ClaimMany is Claim for several calls of one scope in one step (the
+	// misses of a model's turn): one ClaimResult per entry, in order, each
+	// decided as Claim decides it. An entry refused on its own (its key
+	// holds another call: ErrFingerprintMismatch) gets that error in its
+	// ClaimResult.Err and changes nothing; the others are still claimed.
+	// Bad input in any entry refuses the whole batch before anything is
+	// written. Entries must have distinct keys.
+	ClaimMany(ctx context.Context, scope string, es []Entry, lease time.Duration, opts WriteOptions) ([]ClaimResult, error)
 
 	// Wait blocks until the pending record of key in scope with the given
 	// token changes (completed, released, taken over, renewed past the lease
@@ -69,7 +84,11 @@ type Store interface {
 	// Renew extends the lease of c by lease from now and returns the renewed
 	// claim; ErrLeaseLost if c.Token is not current.
 	Renew(ctx context.Context, c Claim, lease time.Duration) (Claim, error)
+}
 
+// ScopeStore is scope maintenance: what a service does when a run ends or
+// lives on, and what a cleaner does in the background.
+type ScopeStore interface {
 	// ExtendScope sets the expiry of every record of scope to now + ttl.
 	// Extending a scope that has no records is not an error.
 	ExtendScope(ctx context.Context, scope string, ttl time.Duration) error
@@ -85,45 +104,39 @@ type Store interface {
 	// Callers loop until it returns fewer than limit. Safe to run from many
 	// goroutines and processes at once.
 	RemoveExpired(ctx context.Context, limit int) (int, error)
+}
 
-	// Stats returns the store's counters.
+// Counters reports what a store did since it was created, in this process.
+type Counters interface {
 	Stats() Stats
+}
+
+// Store is a whole store: the call path, scope maintenance and counters.
+// Both stores of this module implement it, and Inspector; the conformance
+// suite (store/storetest) checks every part.
+type Store interface {
+	CallStore
+	ScopeStore
+	Counters
 }
 
 // WriteOptions tune a write that may create a record.
 type WriteOptions struct {
 	// ScopeTTL is the expiry given to the scope when this write starts it
 	// (its first record, or the first after the scope expired). It does not
-	// change the expiry of a live scope. Zero means the store's default.
+	// change the expiry of a live scope. Zero means the store's default; it
+	// must not be negative or over MaxDuration.
 	ScopeTTL time.Duration
+}
+
+// TTL returns the scope expiry a write with these options gives a scope it
+// starts: ScopeTTL, or def when it is zero.
+func (o WriteOptions) TTL(def time.Duration) time.Duration {
+	if o.ScopeTTL > 0 {
+		return o.ScopeTTL
+	}
+	return def
 }
 
 // DefaultScopeTTL is the scope expiry used when nothing else is said.
 const DefaultScopeTTL = 24 * time.Hour
-
-// Default limits of a store, used where a Limits field is zero.
-const (
-	DefaultMaxScopeBytes  = 256
-	DefaultMaxResultBytes = 1 << 20 // 1 MiB
-)
-
-// Limits bounds what a store accepts. The zero value means the defaults.
-type Limits struct {
-	MaxScopeBytes  int // Defaults to DefaultMaxScopeBytes.
-	MaxToolBytes   int // Defaults to keyhash.DefaultMaxToolBytes.
-	MaxResultBytes int // Defaults to DefaultMaxResultBytes.
-}
-
-// WithDefaults returns l with every zero field set to its default.
-func (l Limits) WithDefaults() Limits {
-	if l.MaxScopeBytes <= 0 {
-		l.MaxScopeBytes = DefaultMaxScopeBytes
-	}
-	if l.MaxToolBytes <= 0 {
-		l.MaxToolBytes = keyhash.DefaultMaxToolBytes
-	}
-	if l.MaxResultBytes <= 0 {
-		l.MaxResultBytes = DefaultMaxResultBytes
-	}
-	return l
-}

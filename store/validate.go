@@ -1,74 +1,109 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 )
 
-// CheckScope rejects an empty scope, one that is not valid UTF-8 or contains
-// a NUL byte (PostgreSQL text cannot hold it), or one over MaxScopeBytes.
-// Stores call it before any write, so bad input never leaves a trace.
-func (l Limits) CheckScope(scope string) error {
-	l = l.WithDefaults()
-	switch {
-	case scope == "":
-		return &InputError{Field: "scope", Problem: "empty"}
-	case len(scope) > l.MaxScopeBytes:
-		return &LimitError{Limit: "MaxScopeBytes", Value: len(scope), Max: l.MaxScopeBytes}
-	case !utf8.ValidString(scope):
-		return &InputError{Field: "scope", Problem: "invalid UTF-8"}
-	case containsNUL(scope):
-		return &InputError{Field: "scope", Problem: "contains a NUL byte"}
+// The checks below are the one place where a store's input is checked: both
+// stores of this module call them before any write, so bad input never
+// leaves a trace and gets the same typed error from either store.
+
+// CheckKey rejects the zero key, which no hash produces: it can only be a
+// caller's mistake.
+func CheckKey(key keyhash.Sum) error {
+	if key.IsZero() {
+		return &InputError{Field: "key", Problem: "zero"}
 	}
 	return nil
 }
 
-// CheckEntry rejects an entry with a zero key or fingerprint or a bad tool name.
-func (l Limits) CheckEntry(e Entry) error {
-	l = l.WithDefaults()
-	if e.Key.IsZero() {
-		return &InputError{Field: "key", Problem: "zero"}
+// CheckEntry rejects an entry with a zero key or fingerprint or a bad tool
+// name (empty, over l.MaxToolBytes, invalid UTF-8, a NUL byte).
+func CheckEntry(l Limits, e Entry) error {
+	if err := CheckKey(e.Key); err != nil {
+		return err
 	}
 	if e.Fingerprint.IsZero() {
 		return &InputError{Field: "fingerprint", Problem: "zero"}
 	}
-	if containsNUL(e.Tool) {
-		return &InputError{Field: "tool", Problem: "contains a NUL byte"}
-	}
-	return keyhash.Limits{MaxToolBytes: l.MaxToolBytes}.CheckTool(e.Tool)
+	return l.CheckTool(e.Tool)
 }
 
-// CheckOutcome rejects an outcome of unknown kind or over MaxResultBytes.
-func (l Limits) CheckOutcome(o Outcome) error {
-	l = l.WithDefaults()
+// CheckOutcome rejects an outcome of unknown kind or over l.MaxResultBytes.
+func CheckOutcome(l Limits, o Outcome) error {
 	if o.Kind != KindSuccess && o.Kind != KindPermanentFailure {
 		return &InputError{Field: "outcome kind", Problem: "unknown"}
 	}
-	if len(o.Result) > l.MaxResultBytes {
-		return &LimitError{Limit: "MaxResultBytes", Value: len(o.Result), Max: l.MaxResultBytes}
-	}
-	return nil
+	return l.CheckResult(len(o.Result))
 }
 
-// CheckDuration rejects a negative or zero lease or TTL. field names it in
-// the error ("lease", "ttl").
-func CheckDuration(field string, d time.Duration) error {
-	if d <= 0 {
-		return &InputError{Field: field, Problem: "not positive"}
+// CheckRead checks what every read of one scope gets: a context and a scope.
+func CheckRead(ctx context.Context, l Limits, scope string) error {
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
 	}
-	return nil
+	return l.CheckScope(scope)
 }
 
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
+// CheckWrite checks what every record-creating write gets (Put, Claim,
+// ClaimMany), before anything is written: a context, a scope, each entry,
+// and the options' scope TTL.
+func CheckWrite(ctx context.Context, l Limits, scope string, opts WriteOptions, es ...Entry) error {
+	if err := CheckRead(ctx, l, scope); err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := CheckEntry(l, e); err != nil {
+			return err
 		}
 	}
-	return false
+	if opts.ScopeTTL != 0 {
+		return contract.CheckDuration("ttl", opts.ScopeTTL)
+	}
+	return nil
+}
+
+// CheckClaim checks a claim handed back by a caller (Complete, Release,
+// Renew) before it is used. A claim with a token no claim ever has is not
+// current: *LeaseLostError.
+func CheckClaim(ctx context.Context, l Limits, c Claim) error {
+	if err := CheckRead(ctx, l, c.Scope); err != nil {
+		return err
+	}
+	if err := CheckKey(c.Key); err != nil {
+		return err
+	}
+	if c.Token <= 0 {
+		return LeaseLost(c)
+	}
+	return nil
+}
+
+// CheckDuration refuses a duration that is not positive or is over
+// MaxDuration (contract.CheckDuration).
+func CheckDuration(field string, d time.Duration) error { return contract.CheckDuration(field, d) }
+
+// CheckFingerprint reports a record that belongs to another call than e as
+// a *MismatchError, and nil when the fingerprints agree. Stores check it on
+// Claim and Put; the executor checks it after Get and GetMany, which look up
+// by key alone.
+func CheckFingerprint(scope string, e Entry, rec Record) error {
+	if rec.Fingerprint == e.Fingerprint {
+		return nil
+	}
+	return &MismatchError{Scope: scope, Key: e.Key, StoredTool: rec.Tool, Stored: rec.Fingerprint, Requested: e.Fingerprint}
+}
+
+// LeaseLost is the error of a write under claim c whose token is no longer
+// current.
+func LeaseLost(c Claim) error {
+	return &LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
 }
 
 // MaxLastErrorBytes bounds Record.LastError: a tool's error may carry a
@@ -82,7 +117,7 @@ const MaxLastErrorBytes = 1024
 // refused for the text of its failure.
 func SanitizeCause(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if containsNUL(s) {
+	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
 	if len(s) <= MaxLastErrorBytes {
@@ -93,4 +128,17 @@ func SanitizeCause(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// CheckDistinct refuses a batch (ClaimMany) that names one key twice: the
+// second entry could only wait for the first, its own caller.
+func CheckDistinct(es []Entry) error {
+	for i := range es {
+		for j := range i {
+			if es[i].Key == es[j].Key {
+				return &InputError{Field: "entries", Problem: "key " + es[i].Key.String() + " appears twice"}
+			}
+		}
+	}
+	return nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -29,7 +31,7 @@ func TestScopeChecksNameTheProblem(t *testing.T) {
 	var le *store.LimitError
 	err := lim.CheckScope(strings.Repeat("s", 10_000))
 	require.ErrorAs(t, err, &le)
-	require.Equal(t, store.LimitError{Limit: "MaxScopeBytes", Value: 10_000, Max: store.DefaultMaxScopeBytes}, *le)
+	require.Equal(t, store.LimitError{Limit: "MaxScopeBytes", Value: 10_000, Max: contract.DefaultMaxScopeBytes}, *le)
 	require.ErrorIs(t, err, store.ErrTooLarge)
 	require.NoError(t, store.Limits{MaxScopeBytes: 10_000}.CheckScope(strings.Repeat("s", 10_000)))
 }
@@ -53,7 +55,7 @@ func TestEntryAndOutcomeChecks(t *testing.T) {
 	require.NoError(t, lim.CheckOutcome(store.Outcome{Kind: store.KindSuccess, Result: nil}))
 	require.ErrorIs(t, lim.CheckOutcome(store.Outcome{Kind: 9}), store.ErrInvalidInput)
 	var le *store.LimitError
-	require.ErrorAs(t, lim.CheckOutcome(store.Outcome{Kind: store.KindPermanentFailure, Result: make([]byte, store.DefaultMaxResultBytes+1)}), &le)
+	require.ErrorAs(t, lim.CheckOutcome(store.Outcome{Kind: store.KindPermanentFailure, Result: make([]byte, contract.DefaultMaxResultBytes+1)}), &le)
 	require.Equal(t, "MaxResultBytes", le.Limit)
 
 	require.ErrorIs(t, store.CheckDuration("lease", 0), store.ErrInvalidInput)
@@ -80,7 +82,7 @@ func TestTypedErrorsMatchTheirSentinels(t *testing.T) {
 		&store.InFlightError{}:                          store.ErrInFlight,
 		&store.MismatchError{}:                          store.ErrFingerprintMismatch,
 		&store.LeaseLostError{}:                         store.ErrLeaseLost,
-		&store.SchemaError{Command: "migrate up"}:       store.ErrSchemaNotMigrated,
+		&schema.NotMigratedError{Command: "migrate up"}: schema.ErrNotMigrated,
 		&store.UnavailableError{Op: "get", Err: driver}: store.ErrUnavailable,
 		&store.CompletedError{}:                         store.ErrAlreadyCompleted,
 		&store.LimitError{}:                             store.ErrTooLarge,
@@ -91,7 +93,7 @@ func TestTypedErrorsMatchTheirSentinels(t *testing.T) {
 		require.NotEmpty(t, err.Error())
 	}
 	require.ErrorIs(t, &store.UnavailableError{Op: "get", Err: driver}, driver, "the driver's error stays reachable")
-	require.Contains(t, (&store.SchemaError{Schema: "s", Command: "migrate -schema s up"}).Error(), "migrate -schema s up")
+	require.Contains(t, (&schema.NotMigratedError{Schema: "s", Command: "migrate -schema s up"}).Error(), "migrate -schema s up")
 }
 
 func TestAttentionQueryChecks(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/store"
 )
@@ -31,14 +30,10 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 	if err != nil {
 		return fmt.Errorf("registering the tools: %w", err)
 	}
-	exec, err := executor.New(tl.registry, st, opts.executionID, nil)
-	if err != nil {
-		return fmt.Errorf("building the idempotent executor: %w", err)
-	}
 	rt, err := agent.New(&agent.Config{
 		Model:        sc.model(),
 		Tools:        tl.registry,
-		Executor:     exec,
+		Store:        st,
 		QualityGates: []agent.Gate{gate()},
 		Progress:     func(step string) { fmt.Fprintln(w, step) },
 	})
@@ -48,7 +43,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 
 	fmt.Fprintf(w, "scenario %s: %s\n", opts.scenario, sc.about)
 	fmt.Fprintf(w, "execution id %s, %s\n", opts.executionID, storeName(opts))
-	tr, runErr := rt.Run(ctx, "Welcome customer "+customerID+" by e-mail.")
+	tr, runErr := rt.Run(ctx, opts.executionID, "Welcome customer "+customerID+" by e-mail.")
 	if tr.Answer != "" {
 		fmt.Fprintln(w, "answer:", tr.Answer)
 	}
@@ -56,7 +51,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		var mm *store.MismatchError
 		if errors.As(e.Err, &mm) {
 			fmt.Fprintf(w, "typed error on %s (attempt %d): %T, errors.Is(err, store.ErrFingerprintMismatch) = %t\n  %v\n",
-				e.Call.Tool, e.Attempt, mm, errors.Is(e.Err, store.ErrFingerprintMismatch), e.Err)
+				e.Call.Tool, e.GateAttempt, mm, errors.Is(e.Err, store.ErrFingerprintMismatch), e.Err)
 		}
 	}
 	fmt.Fprintln(w, "reads: "+ranTimes(toolLookup, int(tl.lookups.Load())))

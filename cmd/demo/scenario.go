@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/runtimetest"
 )
 
 // scenario is one story the demo can play. Every story welcomes customer
@@ -126,7 +127,7 @@ func (t *tools) send(ctx context.Context, _ executor.Call) (executor.Result, err
 // customer from attempt namesCustomerAt on.
 func (sc scenario) model() agent.Model {
 	attempt := 0
-	return agent.NewScriptedFunc(func(_ int, req agent.Request) (agent.Response, error) {
+	return runtimetest.NewScriptedFunc(func(_ int, req agent.Request) (agent.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == agent.RoleUser {
 			attempt++
@@ -143,8 +144,8 @@ func (sc scenario) calls(attempt int) []executor.Call {
 		subject = "Welcome aboard, Ada"
 	}
 	mail, _ := json.Marshal(map[string]string{"to": mailTo, "subject": subject})
-	lookup := executor.Call{ID: fmt.Sprintf("call-%d-lookup", attempt), Tool: toolLookup, Args: json.RawMessage(`{"customer_id":"` + customerID + `"}`)}
-	send := executor.Call{ID: fmt.Sprintf("call-%d-send", attempt), Tool: toolSend, Args: mail}
+	lookup := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-lookup", attempt), Tool: toolLookup, Args: json.RawMessage(`{"customer_id":"` + customerID + `"}`)}
+	send := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-send", attempt), Tool: toolSend, Args: mail}
 	if sc.invocationIDs {
 		lookup.InvocationID = "lookup-" + customerID
 		send.InvocationID = "welcome-mail-" + customerID

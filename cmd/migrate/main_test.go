@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/internal/pgtest"
-	"github.com/idemstore/idemstore/migrations"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -176,7 +175,7 @@ func TestRefusedLoginIsOneLine(t *testing.T) {
 func TestUpStatusVersionDownAgainstTheTestDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL, schema := freshSchema(t)
-	latest := strconv.FormatInt(migrations.Latest(), 10)
+	latest := strconv.FormatInt(schema.Latest, 10)
 	flags := []string{"-database-url", dbURL, "-schema", schema}
 	cmd := func(c string) result { return runMigrate(append(flags, c)...) }
 
@@ -211,7 +210,7 @@ func TestUpStatusVersionDownAgainstTheTestDatabase(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "rolled back")
 	r = cmd("version")
-	require.Equal(t, strconv.FormatInt(migrations.Latest()-1, 10)+"\n", r.stdout)
+	require.Equal(t, strconv.FormatInt(schema.Latest-1, 10)+"\n", r.stdout)
 
 	r = cmd("up")
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -253,9 +252,9 @@ func TestTwoConcurrentUpsBothExitZero(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		applied += strings.Count(r.stdout, "applied ")
 	}
-	require.Equal(t, int(migrations.Latest()), applied, "each migration applied by exactly one of them")
+	require.Equal(t, int(schema.Latest), applied, "each migration applied by exactly one of them")
 	r := runMigrate("-database-url", dbURL, "-schema", schema, "version")
-	require.Equal(t, strconv.FormatInt(migrations.Latest(), 10)+"\n", r.stdout)
+	require.Equal(t, strconv.FormatInt(schema.Latest, 10)+"\n", r.stdout)
 }
 
 func TestDatabaseURLDefaultsToTheEnvironment(t *testing.T) {

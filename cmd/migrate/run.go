@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if err := migrations.ValidateSchema(cfg.schema); err != nil {
+	if err := schema.Validate(cfg.schema); err != nil {
 		var ie *store.InputError
 		if errors.As(err, &ie) {
 			fmt.Fprintf(stderr, "migrate: invalid -schema %q: %s\n", cfg.schema, ie.Problem)
@@ -103,7 +104,7 @@ func parse(args []string, stderr io.Writer) (cfg config, code int, ok bool) {
 	}
 	fs.StringVar(&cfg.databaseURL, "database-url", os.Getenv("DATABASE_URL"),
 		"PostgreSQL URL or key=value connection string (default $DATABASE_URL)")
-	fs.StringVar(&cfg.schema, "schema", migrations.DefaultSchema, "schema that holds idemstore's tables")
+	fs.StringVar(&cfg.schema, "schema", schema.Default, "schema that holds idemstore's tables")
 	fs.DurationVar(&cfg.connectTimeout, "connect-timeout", defaultConnectTimeout, "give up connecting after this long")
 	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout,
 		"give up the whole command after this long (a concurrent migration's lock is waited for)")

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/store"
 )
@@ -21,7 +22,7 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 
 // MaxResponseBytes bounds the response body the tool reads. It equals the
 // stores' default result limit, so whatever the tool returns can be stored.
-const MaxResponseBytes = store.DefaultMaxResultBytes
+const MaxResponseBytes = contract.DefaultMaxResultBytes
 
 // ChargeTool charges a customer through a payments API that deduplicates on
 // the Idempotency-Key header (see Server for one). Every request carries the

@@ -89,7 +89,7 @@ func TestTakeoverAfterCrashIsReconciledNotRecharged(t *testing.T) {
 	// The crashed holder: its claim, and its charge under the call's key.
 	cr, err := b.st.Claim(ctx, testScope, ent, executor.DefaultLease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, cr.State)
+	require.Equal(t, store.ClaimGranted, cr.State)
 	crashed := &downstreamkey.ChargeTool{BaseURL: b.url, Client: newClient(t)}
 	first, err := crashed.Execute(executor.WithCallInfo(ctx, executor.CallInfo{
 		Scope:         testScope,
@@ -133,7 +133,7 @@ func TestTakeoverBeforeTheChargeRunsTheToolOnce(t *testing.T) {
 	c := chargeCall(chargeArgs)
 	cr, err := b.st.Claim(ctx, testScope, entryOf(t, c), executor.DefaultLease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, cr.State)
+	require.Equal(t, store.ClaimGranted, cr.State)
 	b.clock.Advance(executor.DefaultLease + time.Second)
 
 	exec := b.executor(t, testScope, nil)
@@ -251,7 +251,7 @@ func TestFailedLookupChargesNothing(t *testing.T) {
 	c := chargeCall(chargeArgs)
 	cr, err := b.st.Claim(ctx, testScope, entryOf(t, c), executor.DefaultLease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, cr.State)
+	require.Equal(t, store.ClaimGranted, cr.State)
 	b.clock.Advance(executor.DefaultLease + time.Second)
 	exec := b.executor(t, testScope, &executor.Config{MaxWait: time.Millisecond})
 

@@ -17,6 +17,7 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 // testScope is the run the tests' executors work in unless they say otherwise.
@@ -29,7 +30,7 @@ const chargeArgs = `{"amount":1500,"currency":"eur","customer":"cus_42"}`
 // expire when the test says), the payments API served over real HTTP, and a
 // ChargeTool pointed at it that records the downstream keys it runs with.
 type testBundle struct {
-	clock *memstore.ManualClock
+	clock *memstoretest.ManualClock
 	st    *memstore.Store
 	api   *downstreamkey.Server
 	url   string
@@ -45,7 +46,7 @@ func setup(t *testing.T) *testBundle {
 // tests that make it fail.
 func setupWith(t *testing.T, wrap func(http.Handler) http.Handler) *testBundle {
 	t.Helper()
-	clock := memstore.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := memstoretest.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	st, err := memstore.New(&memstore.Config{Clock: clock})
 	require.NoError(t, err)
 	api := downstreamkey.NewServer()
@@ -138,7 +139,7 @@ func chargeCall(args string) executor.Call {
 // invocation id): what a crashed process would have claimed.
 func entryOf(t *testing.T, c executor.Call) store.Entry {
 	t.Helper()
-	canon, err := keyhash.Canonicalize(c.Args, keyhash.Limits{})
+	canon, err := keyhash.Canonicalize(c.Args, store.Limits{})
 	require.NoError(t, err)
 	return store.Entry{
 		Key:         keyhash.ArgsKey(c.Tool, canon),

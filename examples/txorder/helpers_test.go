@@ -120,7 +120,7 @@ func orderCall(args string) executor.Call {
 // invocation id).
 func entryOf(t *testing.T, c executor.Call) store.Entry {
 	t.Helper()
-	canon, err := keyhash.Canonicalize(c.Args, keyhash.Limits{})
+	canon, err := keyhash.Canonicalize(c.Args, store.Limits{})
 	require.NoError(t, err)
 	return store.Entry{
 		Key:         keyhash.ArgsKey(c.Tool, canon),
@@ -136,7 +136,7 @@ func (b *testBundle) claimDirectly(ctx context.Context, t *testing.T, c executor
 	ent := entryOf(t, c)
 	cr, err := b.st.Claim(ctx, testScope, ent, shortLease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, cr.State)
+	require.Equal(t, store.ClaimGranted, cr.State)
 	return executor.WithCallInfo(ctx, executor.CallInfo{
 		Scope:         testScope,
 		Key:           ent.Key,

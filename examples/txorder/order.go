@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/executor"
-	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -143,14 +143,14 @@ func (t *OrderTool) check() (string, error) {
 	case t.Store == nil:
 		return "", &store.InputError{Field: "order tool store", Problem: "nil"}
 	}
-	schema := t.Schema
-	if schema == "" {
-		schema = DefaultSchema
+	name := t.Schema
+	if name == "" {
+		name = DefaultSchema
 	}
-	if err := migrations.ValidateSchema(schema); err != nil {
+	if err := schema.Validate(name); err != nil {
 		return "", err
 	}
-	return schema, nil
+	return name, nil
 }
 
 // parseArgs decodes and checks the tool's arguments; unknown fields are

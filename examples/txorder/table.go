@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/idemstore/idemstore/migrations"
 )
 
 // DefaultSchema is where OrderTool looks for the orders table when its
@@ -47,16 +46,16 @@ type Execer interface {
 
 // CreateOrdersTable creates the orders table OrderTool writes to in schema
 // (which must exist), unless it exists already. The schema name follows
-// idemstore's rule (migrations.ValidateSchema: lower case, no pg_ prefix);
+// idemstore's rule (schema.Validate: lower case, no pg_ prefix);
 // a bad one gives an error matching store.ErrInvalidInput and sends nothing.
 // In production, put the DDL (see the package documentation) in your own
 // migrations instead.
-func CreateOrdersTable(ctx context.Context, db Execer, schema string) error {
-	if err := migrations.ValidateSchema(schema); err != nil {
+func CreateOrdersTable(ctx context.Context, db Execer, name string) error {
+	if err := schema.Validate(name); err != nil {
 		return err
 	}
-	if _, err := db.Exec(ctx, fmt.Sprintf(ordersDDL, pgx.Identifier{schema}.Sanitize())); err != nil {
-		return fmt.Errorf("txorder: create the orders table in %q: %w", schema, err)
+	if _, err := db.Exec(ctx, fmt.Sprintf(ordersDDL, pgx.Identifier{name}.Sanitize())); err != nil {
+		return fmt.Errorf("txorder: create the orders table in %q: %w", name, err)
 	}
 	return nil
 }

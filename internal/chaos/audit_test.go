@@ -60,12 +60,12 @@ func (b auditBundle) check(t *testing.T) Report {
 func (b auditBundle) claim(t *testing.T, scope string, n int64, lease, ttl time.Duration) store.Claim {
 	t.Helper()
 	c := callSpec{Scope: scope, Kind: KindRemote, N: n}
-	canon, err := keyhash.Canonicalize(c.args(), keyhash.Limits{})
+	canon, err := keyhash.Canonicalize(c.args(), store.Limits{})
 	require.NoError(t, err)
 	e := store.Entry{Tool: toolName(c.Kind), Key: keyhash.ArgsKey(toolName(c.Kind), canon), Fingerprint: keyhash.Fingerprint(toolName(c.Kind), canon)}
 	res, err := b.st.Claim(context.Background(), scope, e, lease, store.WriteOptions{ScopeTTL: ttl})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	return res.Claim
 }
 
@@ -111,11 +111,11 @@ func TestAuditTrailSeesAStaleHoldersOutcome(t *testing.T) {
 	var taken store.Claim
 	require.Eventually(t, func() bool { // the lease runs out on the database's clock
 		c := callSpec{Scope: "long-0", Kind: KindRemote, N: 1}
-		canon, _ := keyhash.Canonicalize(c.args(), keyhash.Limits{})
+		canon, _ := keyhash.Canonicalize(c.args(), store.Limits{})
 		e := store.Entry{Tool: toolName(c.Kind), Key: old.Key, Fingerprint: keyhash.Fingerprint(toolName(c.Kind), canon)}
 		res, err := b.st.Claim(ctx, "long-0", e, time.Hour, store.WriteOptions{})
 		taken = res.Claim
-		return err == nil && res.State == store.Claimed
+		return err == nil && res.State == store.ClaimGranted
 	}, 5*time.Second, 10*time.Millisecond)
 	require.Greater(t, taken.Token, old.Token)
 

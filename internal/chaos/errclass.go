@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -43,7 +44,7 @@ func classify(err error) errorClass {
 	switch {
 	case errors.Is(err, store.ErrFingerprintMismatch), errors.Is(err, store.ErrInvalidInput),
 		errors.Is(err, store.ErrInvalidArguments), errors.Is(err, store.ErrTooLarge),
-		errors.Is(err, store.ErrSchemaNotMigrated), errors.Is(err, store.ErrClosed):
+		errors.Is(err, schema.ErrNotMigrated), errors.Is(err, store.ErrClosed):
 		// Checked first: none can happen with the calls the workers make.
 		return classBug
 	case errors.As(err, &notStored):

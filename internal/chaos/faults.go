@@ -67,7 +67,7 @@ func (b *brokenStore) Claim(ctx context.Context, scope string, e store.Entry, le
 		return cr, err
 	}
 	switch {
-	case cr.State == store.InFlight && (b.fault == FaultStealLiveClaims || b.fault == FaultStaleComplete):
+	case cr.State == store.ClaimInFlight && (b.fault == FaultStealLiveClaims || b.fault == FaultStaleComplete):
 		c := store.Claim{Scope: scope, Key: e.Key}
 		var attempts int32
 		err := b.pool.QueryRow(ctx, b.sql.steal, scope, e.Key[:], cr.Record.Token, lease.Microseconds()).
@@ -76,8 +76,8 @@ func (b *brokenStore) Claim(ctx context.Context, scope string, e store.Entry, le
 			return cr, nil // the holder finished first: report what the store said
 		}
 		c.Attempt = int(attempts)
-		return store.ClaimResult{State: store.Claimed, Claim: c, TakenOver: true}, nil
-	case cr.State == store.Completed && b.fault == FaultForgetOutcomes:
+		return store.ClaimResult{State: store.ClaimGranted, Claim: c, TakenOver: true}, nil
+	case cr.State == store.ClaimCompleted && b.fault == FaultForgetOutcomes:
 		if _, err := b.pool.Exec(ctx, b.sql.forget, scope, e.Key[:]); err != nil {
 			return cr, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
 )
 
 // keySpace chooses the calls the workers make. Keys come from time slots
@@ -89,7 +90,7 @@ func (c callSpec) args() json.RawMessage {
 
 // key returns the call's key in hex, as the executor derives it.
 func (c callSpec) key() (string, error) {
-	canon, err := keyhash.Canonicalize(c.args(), keyhash.Limits{})
+	canon, err := keyhash.Canonicalize(c.args(), store.Limits{})
 	if err != nil {
 		return "", err
 	}

@@ -187,7 +187,7 @@ func callOnce(ctx context.Context, cfg workerConfig, st store.Store, tools map[K
 	if !c.Long {
 		ttl = cfg.ShortScopeTTL
 	}
-	ex, err := executor.New(tools[c.Kind], st, c.Scope, &executor.Config{
+	ex, err := executor.New(tools[c.Kind], st, &executor.Config{
 		Lease:        cfg.Lease,
 		MaxWait:      maxWait,
 		WriteTimeout: writeTimeout,
@@ -198,7 +198,7 @@ func callOnce(ctx context.Context, cfg workerConfig, st store.Store, tools map[K
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	res, err := ex.Execute(cctx, executor.Call{Tool: toolName(c.Kind), Args: c.args()})
+	res, err := ex.ForScope(c.Scope).Execute(cctx, executor.Call{Tool: toolName(c.Kind), Args: c.args()})
 	cancel()
 	if err != nil {
 		class := classify(err)

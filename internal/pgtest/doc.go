@@ -28,5 +28,5 @@
 //
 // and in a test:
 //
-//	pool, schema := pgtest.NewSchema(t) // migrated to migrations.Latest()
+//	pool, schema := pgtest.NewSchema(t) // migrated to schema.Latest
 package pgtest

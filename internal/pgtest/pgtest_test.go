@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 )
 
 func TestURLReachesPostgreSQL15OrNewer(t *testing.T) {
@@ -39,7 +40,7 @@ func TestSchemasAreIsolated(t *testing.T) {
 	poolA, a := NewEmptySchema(t)
 	poolB, b := NewEmptySchema(t)
 	require.NotEqual(t, a, b)
-	require.NoError(t, migrations.ValidateSchema(a))
+	require.NoError(t, schema.Validate(a))
 
 	_, err := poolA.Exec(ctx, "CREATE TABLE "+pgx.Identifier{a, "t"}.Sanitize()+" (x int)")
 	require.NoError(t, err)

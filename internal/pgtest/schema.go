@@ -17,7 +17,7 @@ import (
 const schemaTimeout = time.Minute
 
 // NewSchema creates a uniquely named schema in the test database (see URL),
-// migrates it to migrations.Latest() with migrations.Up, and returns a pool
+// migrates it to schema.Latest with migrations.Up, and returns a pool
 // on that database and the schema's name. The pool's search_path is left
 // alone on purpose, so a query that forgets to qualify a table fails in
 // tests as it would in production. The pool is closed and the schema dropped

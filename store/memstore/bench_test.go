@@ -134,7 +134,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			i = 0
 		}
 		res, err := s.Claim(ctx, "run", entries[i], time.Minute, store.WriteOptions{})
-		if err != nil || res.State != store.Claimed {
+		if err != nil || res.State != store.ClaimGranted {
 			b.Fatal(res.State, err)
 		}
 		if _, err := s.Complete(ctx, res.Claim, out); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -25,7 +26,7 @@ const RecordOverheadBytes = 256
 // defaults.
 type Config struct {
 	// Clock makes every time decision. Defaults to the system clock; tests
-	// use a ManualClock.
+	// use memstoretest.ManualClock.
 	Clock Clock
 	// DefaultScopeTTL is the expiry given to a scope when a write starts it
 	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
@@ -50,19 +51,6 @@ type Config struct {
 	CopyResults bool
 }
 
-// ConfigError reports a Config field that makes no sense.
-type ConfigError struct {
-	Field   string
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("idemstore: memstore config: %s: %s", e.Field, e.Problem)
-}
-
-// Unwrap makes errors.Is(err, store.ErrInvalidInput) true.
-func (e *ConfigError) Unwrap() error { return store.ErrInvalidInput }
-
 // withDefaults returns a copy of c (nil allowed) with every zero field set.
 func (c *Config) withDefaults() Config {
 	var out Config
@@ -84,33 +72,31 @@ func (c *Config) withDefaults() Config {
 	return out
 }
 
+// configName names Config in its errors.
+const configName = "memstore.Config"
+
 // validate rejects nonsense in a config that went through withDefaults.
 // Negative limits are rejected rather than read as defaults, because a
 // negative value is a mistake, not a request for the default.
 func (c *Config) validate(raw *Config) error {
 	if raw != nil {
-		l := raw.Limits
-		switch {
-		case l.MaxScopeBytes < 0:
-			return &ConfigError{Field: "Limits.MaxScopeBytes", Problem: "negative"}
-		case l.MaxToolBytes < 0:
-			return &ConfigError{Field: "Limits.MaxToolBytes", Problem: "negative"}
-		case l.MaxResultBytes < 0:
-			return &ConfigError{Field: "Limits.MaxResultBytes", Problem: "negative"}
+		if err := raw.Limits.Validate(configName); err != nil {
+			return err
 		}
 	}
+	if err := contract.CheckConfigDuration(configName, "DefaultScopeTTL", c.DefaultScopeTTL); err != nil {
+		return err
+	}
 	switch {
-	case c.DefaultScopeTTL < 0:
-		return &ConfigError{Field: "DefaultScopeTTL", Problem: "negative"}
 	case c.MaxRecords < 0:
-		return &ConfigError{Field: "MaxRecords", Problem: "negative"}
+		return &contract.ConfigError{Config: configName, Field: "MaxRecords", Problem: "negative"}
 	case c.MaxBytes < 0:
-		return &ConfigError{Field: "MaxBytes", Problem: "negative"}
+		return &contract.ConfigError{Config: configName, Field: "MaxBytes", Problem: "negative"}
 	}
 	l := c.Limits.WithDefaults()
 	largest := int64(RecordOverheadBytes + l.MaxScopeBytes + l.MaxToolBytes + l.MaxResultBytes)
 	if c.MaxBytes < largest {
-		return &ConfigError{Field: "MaxBytes", Problem: fmt.Sprintf("%d cannot hold one record of the largest accepted size (%d bytes)", c.MaxBytes, largest)}
+		return &contract.ConfigError{Config: configName, Field: "MaxBytes", Problem: fmt.Sprintf("%d cannot hold one record of the largest accepted size (%d bytes)", c.MaxBytes, largest)}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 	"github.com/idemstore/idemstore/store/storetest"
 )
 
@@ -16,10 +17,10 @@ import (
 // default-configured memstore driven by a manual clock.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	var clocks sync.Map // *testing.T -> *memstore.ManualClock
+	var clocks sync.Map // *testing.T -> *memstoretest.ManualClock
 	storetest.Run(t, storetest.Harness{
 		NewStore: func(t *testing.T) store.Store {
-			clock := memstore.NewManualClock(epoch)
+			clock := memstoretest.NewManualClock(epoch)
 			s, err := memstore.New(&memstore.Config{Clock: clock})
 			require.NoError(t, err)
 			_, loaded := clocks.LoadOrStore(t, clock)
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 		Advance: func(t *testing.T, d time.Duration) {
 			clock, ok := clocks.Load(t)
 			require.True(t, ok, "Advance before NewStore")
-			clock.(*memstore.ManualClock).Advance(d)
+			clock.(*memstoretest.ManualClock).Advance(d)
 		},
 	})
 }

@@ -128,7 +128,7 @@ func TestEvictionFailsWithTypedErrorWhenOnlyLiveClaimsRemain(t *testing.T) {
 	for _, scope := range []string{"a", "b"} {
 		res, err := b.store.Claim(ctx, scope, entry("held"), time.Minute, store.WriteOptions{})
 		require.NoError(t, err)
-		require.Equal(t, store.Claimed, res.State)
+		require.Equal(t, store.ClaimGranted, res.State)
 	}
 	before := b.store.Usage()
 

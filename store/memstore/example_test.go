@@ -8,6 +8,7 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 // A call claimed and completed once is replayed on the retry, byte for byte.
@@ -25,11 +26,11 @@ func ExampleNew() {
 	}
 
 	res, _ := s.Claim(ctx, "run-42", e, time.Minute, store.WriteOptions{})
-	fmt.Println("first call:", res.State == store.Claimed)
+	fmt.Println("first call:", res.State == store.ClaimGranted)
 	_, _ = s.Complete(ctx, res.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte("queued as 7")})
 
 	res, _ = s.Claim(ctx, "run-42", e, time.Minute, store.WriteOptions{})
-	fmt.Printf("retry: completed=%v result=%q\n", res.State == store.Completed, res.Record.Outcome.Result)
+	fmt.Printf("retry: completed=%v result=%q\n", res.State == store.ClaimCompleted, res.Record.Outcome.Result)
 	// Output:
 	// first call: true
 	// retry: completed=true result="queued as 7"
@@ -37,7 +38,7 @@ func ExampleNew() {
 
 // A ManualClock drives scope expiry without sleeping.
 func ExampleManualClock() {
-	clock := memstore.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := memstoretest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	s, _ := memstore.New(&memstore.Config{Clock: clock, DefaultScopeTTL: time.Hour})
 	ctx := context.Background()
 	e := store.Entry{Key: keyhash.IDKey("call-1"), Fingerprint: keyhash.Fingerprint("t", nil), Tool: "t"}

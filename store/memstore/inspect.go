@@ -17,7 +17,7 @@ var _ store.Inspector = (*Store)(nil)
 // records of one scope, or of every scope one shard at a time under the
 // shard's read lock.
 func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "list attention"); err != nil {
 		return nil, err
 	}
 	q = q.WithDefaults()
@@ -30,7 +30,7 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 	} else {
 		for i := range s.shards {
 			found = s.attentionIn(&s.shards[i], q, found)
-			if err := ctxDone(ctx); err != nil {
+			if err := ctxDone(ctx, "list attention"); err != nil {
 				return nil, err
 			}
 		}
@@ -95,7 +95,7 @@ func (s *Store) ResolveStore(ctx context.Context, scopeName string, key keyhash.
 	if err := s.checkResolve(ctx, scopeName, key, token); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
 	result := storedResult(out.Result)
@@ -155,13 +155,13 @@ func (s *Store) ResolveRelease(ctx context.Context, scopeName string, key keyhas
 }
 
 func (s *Store) checkResolve(ctx context.Context, scopeName string, key keyhash.Sum, token int64) error {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "resolve"); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
 	if token <= 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -15,5 +16,5 @@ func TestLimitsReportsConfiguredLimitsWithDefaults(t *testing.T) {
 	require.NoError(t, err)
 	got := s.Limits()
 	require.Equal(t, 1000, got.MaxScopeBytes)
-	require.Equal(t, store.DefaultMaxResultBytes, got.MaxResultBytes)
+	require.Equal(t, contract.DefaultMaxResultBytes, got.MaxResultBytes)
 }

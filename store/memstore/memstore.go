@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -75,7 +76,7 @@ type entry struct {
 }
 
 // New returns an empty store configured by cfg (nil means the defaults). A
-// nonsensical cfg gives a *ConfigError.
+// nonsensical cfg gives a *contract.ConfigError.
 func New(cfg *Config) (*Store, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(cfg); err != nil {
@@ -219,25 +220,22 @@ func dropIfEmpty(sh *shard, sc *scope) {
 	}
 }
 
-func (s *Store) scopeTTL(opts store.WriteOptions) time.Duration {
-	if opts.ScopeTTL > 0 {
-		return opts.ScopeTTL
+// ctxDone refuses a nil ctx and returns ctx's error, naming op, if it is
+// done (contract.Interrupted, as the PostgreSQL store does). It checks Done
+// first: for a context shared by many goroutines that is one atomic load,
+// where Err would take the context's mutex on every call.
+func ctxDone(ctx context.Context, op string) error {
+	if ctx == nil {
+		return contract.CheckContext(ctx)
 	}
-	return s.defaultTTL
-}
-
-// ctxDone returns ctx's error if it is done. It checks Done first: for a
-// context shared by many goroutines that is one atomic load, where Err would
-// take the context's mutex on every call.
-func ctxDone(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return contract.Interrupted(op, ctx.Err())
 	default:
 		return nil
 	}
 }
 
 // Limits returns the limits the store enforces, with defaults applied. The
-// idempotent executor checks a scope against them before it is used.
+// executor checks every call against them before the tool runs.
 func (s *Store) Limits() store.Limits { return s.limits }

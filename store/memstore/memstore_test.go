@@ -11,6 +11,7 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,13 +20,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 type testBundle struct {
-	clock *memstore.ManualClock
+	clock *memstoretest.ManualClock
 	store *memstore.Store
 }
 
 func setup(t *testing.T, cfg *memstore.Config) testBundle {
 	t.Helper()
-	clock := memstore.NewManualClock(epoch)
+	clock := memstoretest.NewManualClock(epoch)
 	var c memstore.Config
 	if cfg != nil {
 		c = *cfg
@@ -56,7 +57,7 @@ func TestClaimCompleteReplays(t *testing.T) {
 
 	res, err := b.store.Claim(ctx, "run", e, time.Second, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	_, err = b.store.Get(ctx, "run", e.Key)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -69,7 +70,7 @@ func TestClaimCompleteReplays(t *testing.T) {
 
 	again, err := b.store.Claim(ctx, "run", e, time.Second, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Completed, again.State)
+	require.Equal(t, store.ClaimCompleted, again.State)
 }
 
 func TestPutFirstWriteWins(t *testing.T) {

@@ -7,24 +7,15 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// checkKey rejects the zero key, which no hash produces: it can only be a
-// caller's mistake.
-func checkKey(key keyhash.Sum) error {
-	if key.IsZero() {
-		return &store.InputError{Field: "key", Problem: "zero"}
-	}
-	return nil
-}
-
 // Get returns the live completed record of key in scope, or store.ErrNotFound.
 func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "lookup"); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
 		return store.Record{}, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.Record{}, err
 	}
 	sh := s.shardFor(scopeName)
@@ -46,7 +37,7 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 	rec := e.rec
 	rec.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
-	sh.stats.hits.Add(1)
+	sh.stats.replays.Add(1)
 	// A completed result is never modified, so it is copied outside the lock.
 	if !s.share {
 		rec.Outcome.Result = cloneResult(rec.Outcome.Result)
@@ -56,14 +47,14 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 
 // GetMany looks up several keys of one scope under one read lock.
 func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "lookup"); err != nil {
 		return nil, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
-		if err := checkKey(k); err != nil {
+		if err := store.CheckKey(k); err != nil {
 			return nil, err
 		}
 	}
@@ -87,7 +78,7 @@ func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Su
 	}
 	sh.mu.RUnlock()
 	hits := uint64(len(recs))
-	sh.stats.hits.Add(hits)
+	sh.stats.replays.Add(hits)
 	sh.stats.misses.Add(uint64(len(keys)) - hits)
 	if !s.share {
 		copyResults(recs)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
@@ -83,7 +84,7 @@ func TestNewRejectsNonsenseConfig(t *testing.T) {
 		"negative result limit":  {Limits: store.Limits{MaxResultBytes: -1}},
 		"negative scope limit":   {Limits: store.Limits{MaxScopeBytes: -1}},
 		"negative tool limit":    {Limits: store.Limits{MaxToolBytes: -1}},
-		"bytes below one record": {MaxBytes: store.DefaultMaxResultBytes},
+		"bytes below one record": {MaxBytes: contract.DefaultMaxResultBytes},
 	} {
 		_, err := memstore.New(&cfg)
 		var ce *memstore.ConfigError
@@ -161,7 +162,7 @@ func TestConcurrentMixedUseKeepsAccountingTrue(t *testing.T) {
 				case 2:
 					var res store.ClaimResult
 					res, err = b.store.Claim(ctx, scope, e, time.Second, store.WriteOptions{})
-					if err == nil && res.State == store.Claimed {
+					if err == nil && res.State == store.ClaimGranted {
 						if i%4 == 0 {
 							err = b.store.Release(ctx, res.Claim, "x")
 						} else {

@@ -9,7 +9,7 @@ import (
 // counters are kept per shard, so that callers in different scopes do not
 // contend on one cache line; Stats sums them.
 type counters struct {
-	hits, misses, claims, waits, takeovers, mismatches atomic.Uint64
+	replays, misses, claims, waits, takeovers, mismatches atomic.Uint64
 }
 
 // Stats returns the store's counters since it was created.
@@ -17,7 +17,7 @@ func (s *Store) Stats() store.Stats {
 	var st store.Stats
 	for i := range s.shards {
 		c := &s.shards[i].stats
-		st.Hits += c.hits.Load()
+		st.Replays += c.replays.Load()
 		st.Misses += c.misses.Load()
 		st.Claims += c.claims.Load()
 		st.Waits += c.waits.Load()

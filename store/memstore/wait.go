@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
 )
 
 // Wait blocks until the pending record of key in scope with the given token
@@ -12,13 +13,13 @@ import (
 // or ctx's error. It never polls: it sleeps on the record's change channel
 // and one Clock timer for the lease end.
 func (s *Store) Wait(ctx context.Context, scopeName string, key keyhash.Sum, token int64) error {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "wait"); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
 	sh := s.shardFor(scopeName)

@@ -12,54 +12,24 @@ import (
 // concurrent writers keep taking the room it made.
 const maxEvictRounds = 3
 
-// checkWrite validates what every record-creating write takes.
-func (s *Store) checkWrite(scopeName string, e store.Entry, opts store.WriteOptions) error {
-	if err := s.limits.CheckScope(scopeName); err != nil {
-		return err
-	}
-	if err := s.limits.CheckEntry(e); err != nil {
-		return err
-	}
-	if opts.ScopeTTL != 0 {
-		return store.CheckDuration("ttl", opts.ScopeTTL)
-	}
-	return nil
-}
-
-// checkClaim validates the identity of a claim presented back to the store.
-func (s *Store) checkClaim(c store.Claim) error {
-	if err := s.limits.CheckScope(c.Scope); err != nil {
-		return err
-	}
-	return checkKey(c.Key)
-}
-
-func mismatch(scopeName string, old *entry, e store.Entry) error {
-	return &store.MismatchError{Scope: scopeName, Key: e.Key, StoredTool: old.rec.Tool, Stored: old.rec.Fingerprint, Requested: e.Fingerprint}
-}
-
-func leaseLost(c store.Claim) error {
-	return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
-}
-
 // Put stores out for e in scope unless the key already has a live record
 // (the first stored outcome wins). Any pending record, even one whose lease
 // has expired, is left alone and returned with stored false: taking over an
 // abandoned claim is Claim's job. A released record counts as none: it is
 // replaced.
 func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "put"); err != nil {
 		return store.Record{}, false, err
 	}
-	if err := s.checkWrite(scopeName, e, opts); err != nil {
+	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, e); err != nil {
 		return store.Record{}, false, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, false, err
 	}
 	result := storedResult(out.Result)
 	cost := recordCost(scopeName, e.Tool, len(result))
-	ttl := s.scopeTTL(opts)
+	ttl := opts.TTL(s.defaultTTL)
 	sh := s.shardFor(scopeName)
 	for round := 0; ; round++ {
 		now := s.clock.Now()
@@ -72,7 +42,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 				if old.rec.Fingerprint != e.Fingerprint {
 					sh.mu.Unlock()
 					sh.stats.mismatches.Add(1)
-					return store.Record{}, false, mismatch(scopeName, old, e)
+					return store.Record{}, false, store.CheckFingerprint(scopeName, e, old.rec)
 				}
 				rec := s.out(old, sc)
 				sh.mu.Unlock()
@@ -113,17 +83,21 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // record of this call is claimed again (Attempts + 1, LastError kept,
 // TakenOver false); one of another call counts as no record.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "claim"); err != nil {
 		return store.ClaimResult{}, err
 	}
-	if err := s.checkWrite(scopeName, e, opts); err != nil {
+	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, e); err != nil {
 		return store.ClaimResult{}, err
 	}
 	if err := store.CheckDuration("lease", lease); err != nil {
 		return store.ClaimResult{}, err
 	}
+	return s.claim(scopeName, e, lease, opts.TTL(s.defaultTTL))
+}
+
+// claim is Claim after its input was checked.
+func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration) (store.ClaimResult, error) {
 	cost := recordCost(scopeName, e.Tool, 0)
-	ttl := s.scopeTTL(opts)
 	sh := s.shardFor(scopeName)
 	for round := 0; ; round++ {
 		now := s.clock.Now()
@@ -135,18 +109,18 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 			if old.rec.Fingerprint != e.Fingerprint {
 				sh.mu.Unlock()
 				sh.stats.mismatches.Add(1)
-				return store.ClaimResult{}, mismatch(scopeName, old, e)
+				return store.ClaimResult{}, store.CheckFingerprint(scopeName, e, old.rec)
 			}
 			switch {
 			case old.rec.Status == store.StatusCompleted:
 				rec := s.out(old, sc)
 				sh.mu.Unlock()
-				sh.stats.hits.Add(1)
-				return store.ClaimResult{State: store.Completed, Record: rec}, nil
+				sh.stats.replays.Add(1)
+				return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, nil
 			case old.leaseLive(now):
 				rec := s.out(old, sc)
 				sh.mu.Unlock()
-				return store.ClaimResult{State: store.InFlight, Record: rec}, nil
+				return store.ClaimResult{State: store.ClaimInFlight, Record: rec}, nil
 			}
 			// The holder's lease ended without an outcome (a takeover: waiters
 			// wake and see the new claim), or the last attempt was released
@@ -164,7 +138,7 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 			old.rec.ClaimedAt = now
 			old.rec.Attempts++
 			old.rec.UpdatedAt = now
-			res := store.ClaimResult{State: store.Claimed, Record: s.out(old, sc), Claim: claimOf(old), TakenOver: takenOver}
+			res := store.ClaimResult{State: store.ClaimGranted, Record: s.out(old, sc), Claim: claimOf(old), TakenOver: takenOver}
 			sh.mu.Unlock()
 			sh.stats.claims.Add(1)
 			if takenOver {
@@ -195,11 +169,38 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 		}}
 		sc.records[e.Key] = ent
 		sc.pending++
-		res := store.ClaimResult{State: store.Claimed, Record: s.out(ent, sc), Claim: claimOf(ent)}
+		res := store.ClaimResult{State: store.ClaimGranted, Record: s.out(ent, sc), Claim: claimOf(ent)}
 		sh.mu.Unlock()
 		sh.stats.claims.Add(1)
 		return res, nil
 	}
+}
+
+// ClaimMany claims each entry as Claim does, under one input check: bad
+// input in any entry refuses the batch before anything is written. An entry
+// refused on its own (a fingerprint mismatch, or no room left for it) gets
+// its error in ClaimResult.Err.
+func (s *Store) ClaimMany(ctx context.Context, scopeName string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	if err := ctxDone(ctx, "claim"); err != nil {
+		return nil, err
+	}
+	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, es...); err != nil {
+		return nil, err
+	}
+	if err := store.CheckDistinct(es); err != nil {
+		return nil, err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return nil, err
+	}
+	ttl := opts.TTL(s.defaultTTL)
+	out := make([]store.ClaimResult, len(es))
+	for i, e := range es {
+		res, err := s.claim(scopeName, e, lease, ttl)
+		res.Err = err
+		out[i] = res
+	}
+	return out, nil
 }
 
 func claimOf(e *entry) store.Claim {
@@ -223,13 +224,13 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 // Complete stores out for the claim c, if c.Token is still current (even
 // after its lease ended, as long as nobody took over).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "complete"); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.checkClaim(c); err != nil {
+	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
 	result := storedResult(out.Result)
@@ -241,7 +242,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 		e, sc := held(sh, c)
 		if e == nil {
 			sh.mu.Unlock()
-			return store.Record{}, leaseLost(c)
+			return store.Record{}, store.LeaseLost(c)
 		}
 		if err := s.reserve(0, extra); err != nil {
 			sh.mu.Unlock()
@@ -269,10 +270,10 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // Waiters wake. When the store is too full to account for the cause's
 // bytes, the cause is not kept: a release is never refused for its text.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "release"); err != nil {
 		return err
 	}
-	if err := s.checkClaim(c); err != nil {
+	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
 		return err
 	}
 	cause = store.SanitizeCause(cause)
@@ -282,7 +283,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 	defer sh.mu.Unlock()
 	e, sc := held(sh, c)
 	if e == nil {
-		return leaseLost(c)
+		return store.LeaseLost(c)
 	}
 	s.release(sc, e, e.rec.Token, cause, now)
 	return nil
@@ -329,10 +330,10 @@ func (s *Store) setLastError(e *entry, cause string) {
 
 // Renew extends the lease of c to now + lease, if c.Token is still current.
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
-	if err := ctxDone(ctx); err != nil {
+	if err := ctxDone(ctx, "renew"); err != nil {
 		return store.Claim{}, err
 	}
-	if err := s.checkClaim(c); err != nil {
+	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
 		return store.Claim{}, err
 	}
 	if err := store.CheckDuration("lease", lease); err != nil {
@@ -344,7 +345,7 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 	defer sh.mu.Unlock()
 	e, _ := held(sh, c)
 	if e == nil {
-		return store.Claim{}, leaseLost(c)
+		return store.Claim{}, store.LeaseLost(c)
 	}
 	e.rec.LeaseUntil = now.Add(lease)
 	e.rec.UpdatedAt = now

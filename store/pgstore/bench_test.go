@@ -208,7 +208,7 @@ func BenchmarkClaimReplay(b *testing.B) {
 			runClients(b, clients, func(_, i int) error {
 				k := benchKey(i % env.n)
 				res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
-				if err == nil && res.State != store.Completed {
+				if err == nil && res.State != store.ClaimCompleted {
 					err = fmt.Errorf("claim state %d", res.State)
 				}
 				return err
@@ -324,7 +324,7 @@ func benchExclusiveMiss(b *testing.B, scopeOf func(client int) string) {
 				if err != nil {
 					return err
 				}
-				if res.State != store.Claimed {
+				if res.State != store.ClaimGranted {
 					return fmt.Errorf("claim state %d", res.State)
 				}
 				_, err = env.st.Complete(ctx, res.Claim, store.Outcome{Kind: store.KindSuccess, Result: result})

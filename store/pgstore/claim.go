@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -16,7 +17,7 @@ import (
 // claim. A record with another fingerprint gives *store.MismatchError and is
 // left unchanged.
 func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
-	if err := s.checkWrite(scope, e, opts); err != nil {
+	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
 		return store.ClaimResult{}, err
 	}
 	if err := store.CheckDuration("lease", lease); err != nil {
@@ -34,7 +35,7 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	// caller takes it over (asking the tool's Reconciler first).
 	err := s.do(ctx, "claim", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, s.sql.claim,
-			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(s.scopeTTL(opts)),
+			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(opts.TTL(s.defaultTTL)),
 		).Scan(targets...)
 	})
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 			s.stats.takeovers.Add(1)
 		}
 		return store.ClaimResult{
-			State:  store.Claimed,
+			State:  store.ClaimGranted,
 			Record: rec,
 			Claim: store.Claim{
 				Scope:      scope,
@@ -68,43 +69,51 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 			TakenOver: takenOver,
 		}, nil
 	}
-	if rec.Fingerprint != e.Fingerprint {
+	if err := store.CheckFingerprint(scope, e, rec); err != nil {
 		s.stats.mismatches.Add(1)
-		return store.ClaimResult{}, mismatch(scope, e, rec)
+		return store.ClaimResult{}, err
 	}
 	if rec.Status == store.StatusCompleted {
-		s.stats.hits.Add(1)
-		return store.ClaimResult{State: store.Completed, Record: rec}, nil
+		s.stats.replays.Add(1)
+		return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, nil
 	}
 	// Not won, same call, pending: the statement only leaves a pending row
 	// of this call alone while its lease is live.
-	return store.ClaimResult{State: store.InFlight, Record: rec}, nil
+	return store.ClaimResult{State: store.ClaimInFlight, Record: rec}, nil
+}
+
+// ClaimMany claims each entry as Claim does, after one input check of the
+// whole batch: bad input in any entry refuses it before anything is
+// written. An entry refused on its own (a fingerprint mismatch) gets its
+// error in ClaimResult.Err. A failure of the database stops the batch: the
+// claims granted before it are left to their leases.
+func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
+		return nil, err
+	}
+	if err := store.CheckDistinct(es); err != nil {
+		return nil, err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return nil, err
+	}
+	out := make([]store.ClaimResult, len(es))
+	for i, e := range es {
+		res, err := s.Claim(ctx, scope, e, lease, opts)
+		if err != nil && !errors.Is(err, store.ErrFingerprintMismatch) {
+			return nil, err
+		}
+		res.Err = err
+		out[i] = res
+	}
+	return out, nil
 }
 
 // checkWrite checks what every record-creating write gets, before anything
 // is written.
-func (s *Store) checkWrite(scope string, e store.Entry, opts store.WriteOptions) error {
-	if err := s.checkOpen(); err != nil {
+func (s *Store) checkWrite(ctx context.Context, scope string, opts store.WriteOptions, es ...store.Entry) error {
+	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
-	if err := s.limits.CheckScope(scope); err != nil {
-		return err
-	}
-	if err := s.limits.CheckEntry(e); err != nil {
-		return err
-	}
-	if opts.ScopeTTL != 0 {
-		return store.CheckDuration("ttl", opts.ScopeTTL)
-	}
-	return nil
-}
-
-func mismatch(scope string, e store.Entry, rec store.Record) error {
-	return &store.MismatchError{
-		Scope:      scope,
-		Key:        e.Key,
-		StoredTool: rec.Tool,
-		Stored:     rec.Fingerprint,
-		Requested:  e.Fingerprint,
-	}
+	return store.CheckWrite(ctx, s.limits, scope, opts, es...)
 }

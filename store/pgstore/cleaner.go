@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/backoff"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -60,13 +61,17 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 }
 
 func (c CleanerConfig) validate() error {
-	switch {
-	case c.Interval < 0:
-		return &ConfigError{Field: "CleanerConfig.Interval", Problem: "negative"}
-	case c.BatchSize < 0:
-		return &ConfigError{Field: "CleanerConfig.BatchSize", Problem: "negative"}
-	case c.Pause < 0:
-		return &ConfigError{Field: "CleanerConfig.Pause", Problem: "negative"}
+	const name = "pgstore.CleanerConfig"
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"Interval", c.Interval}, {"Pause", c.Pause}, {"Jitter", max(c.Jitter, 0)}} {
+		if err := contract.CheckConfigDuration(name, d.field, d.v); err != nil {
+			return err
+		}
+	}
+	if c.BatchSize < 0 {
+		return &contract.ConfigError{Config: name, Field: "BatchSize", Problem: "negative"}
 	}
 	return nil
 }
@@ -88,7 +93,7 @@ type Cleaner struct {
 // NewCleaner returns a stopped cleaner for st.
 func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
 	if st == nil {
-		return nil, &ConfigError{Field: "store", Problem: "nil"}
+		return nil, &contract.ConfigError{Config: "pgstore.NewCleaner", Field: "store", Problem: "nil"}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -96,8 +101,8 @@ func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
 	return &Cleaner{st: st, cfg: cfg.withDefaults()}, nil
 }
 
-// errCleanerStarted is returned by a second Start.
-var errCleanerStarted = errors.New("idemstore: cleaner already started")
+// ErrCleanerStarted is returned by a second Start: a Cleaner runs once.
+var ErrCleanerStarted = errors.New("idemstore: cleaner already started")
 
 // Start runs the cleaner: a round at once, then one every Interval (plus
 // jitter) until Stop. A cleaner runs once: a second Start is an error.
@@ -105,7 +110,7 @@ func (c *Cleaner) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		return errCleanerStarted
+		return ErrCleanerStarted
 	}
 	c.started = true
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,7 +142,7 @@ func (c *Cleaner) run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			c.st.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: cleanup round failed", slog.Any("error", err))
 		}
-		if !sleep(ctx, c.cfg.Interval+jitter(c.cfg.Jitter)) {
+		if !backoff.Sleep(ctx, c.cfg.Interval+backoff.Jitter(c.cfg.Jitter)) {
 			return
 		}
 	}
@@ -147,6 +152,9 @@ func (c *Cleaner) run(ctx context.Context) {
 // removes fewer than BatchSize. It returns how many records it removed. A
 // Cleaner need not be started to use it.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
+	if err := contract.CheckContext(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		n, err := c.st.RemoveExpired(ctx, c.cfg.BatchSize)
@@ -160,31 +168,8 @@ func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 		if n < c.cfg.BatchSize {
 			return total, nil
 		}
-		if !sleep(ctx, c.cfg.Pause) {
+		if !backoff.Sleep(ctx, c.cfg.Pause) {
 			return total, ctx.Err()
 		}
-	}
-}
-
-// jitter returns a random duration in [0, max].
-func jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return rand.N(max + 1)
-}
-
-// sleep waits d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

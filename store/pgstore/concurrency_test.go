@@ -74,13 +74,13 @@ func runOnce(ctx context.Context, st store.Store, scope string, e store.Entry, e
 			return nil, err
 		}
 		switch res.State {
-		case store.Completed:
+		case store.ClaimCompleted:
 			return res.Record.Outcome.Result, nil
-		case store.Claimed:
+		case store.ClaimGranted:
 			executions.Add(1)
 			rec, err := st.Complete(ctx, res.Claim, success("sent by "+who))
 			return rec.Outcome.Result, err
-		case store.InFlight:
+		case store.ClaimInFlight:
 			if err := st.Wait(ctx, scope, e.Key, res.Record.Token); err != nil {
 				return nil, err
 			}

@@ -3,18 +3,18 @@ package pgstore
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
-	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
 // Defaults of Config fields left zero.
 const (
 	// DefaultSchema is the PostgreSQL schema holding the store's tables.
-	DefaultSchema = migrations.DefaultSchema
+	DefaultSchema = schema.Default
 	// DefaultPollInterval is how often a waiter re-reads the record when no
 	// notification arrives: the fallback for a lost listener connection.
 	DefaultPollInterval = time.Second
@@ -32,7 +32,7 @@ const (
 	DefaultMaxRetryBackoff = time.Second
 	// DefaultAcquireTimeout bounds the wait for a pooled connection when
 	// every connection is in use, so that an exhausted pool gives
-	// store.ErrPoolExhausted instead of hanging a caller without a
+	// ErrPoolExhausted instead of hanging a caller without a
 	// deadline.
 	DefaultAcquireTimeout = 5 * time.Second
 )
@@ -47,8 +47,8 @@ const MaxScopeBytesLimit = 2048
 // defaults.
 type Config struct {
 	// Schema is the PostgreSQL schema holding the store's tables, migrated
-	// by cmd/migrate. It must pass migrations.ValidateSchema (a plain
-	// lower-case identifier, migrations.SchemaPattern, not starting with
+	// by cmd/migrate. It must pass schema.Validate (a plain
+	// lower-case identifier, schema.Pattern, not starting with
 	// pg_); it is also quoted wherever SQL names it. Defaults to
 	// DefaultSchema.
 	Schema string
@@ -91,26 +91,13 @@ type Config struct {
 	// of the pool, even when the caller's context has no deadline (a
 	// shorter deadline of the caller wins). When every connection stayed in
 	// use, the operation fails with a *store.UnavailableError wrapping
-	// store.ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
+	// ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
 	AcquireTimeout time.Duration
 	// Logger receives the store's operational messages (listener
 	// reconnects, released claims with their cause, retries, writes settled
 	// by reading them back). Defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
-
-// ConfigError reports a Config field that makes no sense.
-type ConfigError struct {
-	Field   string
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("idemstore: pgstore config: %s: %s", e.Field, e.Problem)
-}
-
-// Unwrap makes errors.Is(err, store.ErrInvalidInput) true.
-func (e *ConfigError) Unwrap() error { return store.ErrInvalidInput }
 
 // withDefaults returns a copy of c (nil allowed) with every zero field set.
 func (c *Config) withDefaults() Config {
@@ -146,45 +133,49 @@ func (c *Config) withDefaults() Config {
 		out.AcquireTimeout = DefaultAcquireTimeout
 	}
 	if out.Logger == nil {
-		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		out.Logger = slog.New(slog.DiscardHandler)
 	}
 	return out
 }
+
+// configName names Config in its errors.
+const configName = "pgstore.Config"
 
 // validate rejects nonsense in a config that went through withDefaults.
 // Negative values are rejected rather than read as defaults: a negative
 // value is a mistake, not a request for the default.
 func (c *Config) validate() error {
-	if err := migrations.ValidateSchema(c.Schema); err != nil {
+	if err := schema.Validate(c.Schema); err != nil {
 		problem := err.Error()
-		var ie *store.InputError
+		var ie *contract.InputError
 		if errors.As(err, &ie) {
 			problem = ie.Problem
 		}
-		return &ConfigError{Field: "Schema", Problem: fmt.Sprintf("%q: %s", c.Schema, problem)}
+		return &contract.ConfigError{Config: configName, Field: "Schema", Problem: problem}
 	}
-	l := c.Limits
-	switch {
-	case c.DefaultScopeTTL < 0:
-		return &ConfigError{Field: "DefaultScopeTTL", Problem: "negative"}
-	case c.PollInterval < 0:
-		return &ConfigError{Field: "PollInterval", Problem: "negative"}
-	case c.WriteTimeout < 0:
-		return &ConfigError{Field: "WriteTimeout", Problem: "negative"}
-	case c.RetryBackoff < 0:
-		return &ConfigError{Field: "RetryBackoff", Problem: "negative"}
-	case c.MaxRetryBackoff < c.RetryBackoff:
-		return &ConfigError{Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
-	case c.AcquireTimeout < 0:
-		return &ConfigError{Field: "AcquireTimeout", Problem: "negative"}
-	case l.MaxScopeBytes < 0:
-		return &ConfigError{Field: "Limits.MaxScopeBytes", Problem: "negative"}
-	case l.MaxScopeBytes > MaxScopeBytesLimit:
-		return &ConfigError{Field: "Limits.MaxScopeBytes", Problem: fmt.Sprintf("%d is over %d, the most a primary-key entry can hold", l.MaxScopeBytes, MaxScopeBytesLimit)}
-	case l.MaxToolBytes < 0:
-		return &ConfigError{Field: "Limits.MaxToolBytes", Problem: "negative"}
-	case l.MaxResultBytes < 0:
-		return &ConfigError{Field: "Limits.MaxResultBytes", Problem: "negative"}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"DefaultScopeTTL", c.DefaultScopeTTL},
+		{"PollInterval", c.PollInterval},
+		{"WriteTimeout", c.WriteTimeout},
+		{"RetryBackoff", c.RetryBackoff},
+		{"MaxRetryBackoff", c.MaxRetryBackoff},
+		{"AcquireTimeout", c.AcquireTimeout},
+	} {
+		if err := contract.CheckConfigDuration(configName, d.field, d.v); err != nil {
+			return err
+		}
+	}
+	if c.MaxRetryBackoff < c.RetryBackoff {
+		return &contract.ConfigError{Config: configName, Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
+	}
+	if err := c.Limits.Validate(configName); err != nil {
+		return err
+	}
+	if c.Limits.MaxScopeBytes > MaxScopeBytesLimit {
+		return &contract.ConfigError{Config: configName, Field: "Limits.MaxScopeBytes", Problem: fmt.Sprintf("%d is over %d, the most a primary-key entry can hold", c.Limits.MaxScopeBytes, MaxScopeBytesLimit)}
 	}
 	return nil
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/keyhash"
-	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -67,11 +67,11 @@ func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
 	pool, empty := pgtest.NewEmptySchema(t)
 	for _, schema := range []string{empty, "no_such_schema_anywhere"} {
 		_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
-		require.ErrorIs(t, err, store.ErrSchemaNotMigrated, schema)
-		var se *store.SchemaError
+		require.ErrorIs(t, err, schema.ErrNotMigrated, schema)
+		var se *schema.NotMigratedError
 		require.ErrorAs(t, err, &se)
 		require.Equal(t, schema, se.Schema)
-		require.Equal(t, migrations.Latest(), se.Want)
+		require.Equal(t, schema.Latest, se.Want)
 		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+schema+" up", se.Command)
 	}
 
@@ -80,7 +80,7 @@ func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
 	_, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{schema, "idem_records"}.Sanitize())
 	require.NoError(t, err)
 	_, err = st.Get(ctx, "run", keyhash.IDKey("id"))
-	require.ErrorIs(t, err, store.ErrSchemaNotMigrated)
+	require.ErrorIs(t, err, schema.ErrNotMigrated)
 }
 
 // A 10,000-byte scope is refused by every method before anything is
@@ -118,7 +118,7 @@ func TestScopeOf10000BytesIsRejected(t *testing.T) {
 		require.ErrorAs(t, err, &le, name)
 		require.Equal(t, "MaxScopeBytes", le.Limit, name)
 		require.Equal(t, 10_000, le.Value, name)
-		require.Equal(t, store.DefaultMaxScopeBytes, le.Max, name)
+		require.Equal(t, contract.DefaultMaxScopeBytes, le.Max, name)
 	}
 	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
 	require.Zero(t, countRows(ctx, t, pool, schema, "idem_scopes"))

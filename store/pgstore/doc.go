@@ -4,7 +4,7 @@
 // Its tables live in one schema (Config.Schema) created by the migrations in
 // package migrations; run `go run github.com/idemstore/idemstore/cmd/migrate
 // -schema S up` before deploying. New refuses an unmigrated schema with a
-// *store.SchemaError naming that command.
+// *schema.NotMigratedError naming that command.
 //
 // How it keeps the contract across processes:
 //   - every decision (replay, claim, takeover, in flight, mismatch) is made by
@@ -28,7 +28,7 @@
 //   - a connection is held only for an operation's own statements, never
 //     while a tool runs, and waiting for one is bounded
 //     (Config.AcquireTimeout): an exhausted pool gives
-//     store.ErrPoolExhausted;
+//     ErrPoolExhausted;
 //   - waiters are woken by NOTIFY on one channel per schema, heard by one
 //     listener connection per Store, with polling as the fallback. Only
 //     records a waiter marked are announced: a notifying commit holds a

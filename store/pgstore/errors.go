@@ -3,11 +3,11 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -17,11 +17,19 @@ import (
 
 // translate is the one place where driver errors become the store's typed
 // errors. PostgreSQL errors are told apart by SQLSTATE, never by message
-// text; everything that is not the caller's doing becomes
-// *store.UnavailableError wrapping the driver's error, so callers can still
-// reach the *pgconn.PgError with errors.As.
+// text. The classes (docs/guarantees.md):
+//   - the caller's cancellation or deadline: contract.Interrupted, matching
+//     context.Canceled or context.DeadlineExceeded, never ErrUnavailable;
+//   - a missing table or column: *schema.NotMigratedError;
+//   - a value the database refused (class 22): *contract.InputError;
+//   - a refusal no retry can cure (missing privileges, an aborted
+//     transaction, a statement the database does not support, a failed
+//     login): *contract.RefusedError;
+//   - everything else: *contract.UnavailableError, a later attempt may
+//     succeed.
 //
-// op names what was being done ("claim", "lookup", …).
+// Typed errors keep the driver's error reachable with errors.As. op names
+// what was being done ("claim", "lookup", …).
 func (s *Store) translate(op string, err error) error {
 	if err == nil {
 		return nil
@@ -32,28 +40,48 @@ func (s *Store) translate(op string, err error) error {
 	if errors.As(err, &ue) {
 		return err
 	}
-	// The caller's own cancellation or deadline is not the store failing:
-	// keep it matchable with errors.Is(err, context.Canceled).
 	if isContextError(err) {
-		return fmt.Errorf("idemstore: %s: %w", op, err)
+		return contract.Interrupted(op, err)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "42P01", // undefined_table
-			"42703", // undefined_column
-			"42883", // undefined_function
-			"3F000": // invalid_schema_name
-			// The schema is missing or older than this build: the
-			// tables or columns a statement names do not exist.
-			return s.schemaError()
-		}
-		switch pgErr.Code[:2] {
-		case "22": // data_exception: a value the database refused
-			return &store.InputError{Field: op, Problem: "refused by the database: " + pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"}
-		}
+	if !errors.As(err, &pgErr) {
+		return &store.UnavailableError{Op: op, Err: err}
+	}
+	switch pgErr.Code {
+	case "42P01", // undefined_table
+		"42703", // undefined_column
+		"42883", // undefined_function
+		"3F000": // invalid_schema_name
+		// The schema is missing or older than this build: the tables or
+		// columns a statement names do not exist.
+		return s.schemaError()
+	}
+	if reason := refusal(pgErr.Code); reason != "" {
+		return &store.RefusedError{Op: op, Reason: reason, Err: err}
+	}
+	if pgErr.Code[:2] == "22" { // data_exception: a value the database refused
+		return &store.InputError{Field: op, Problem: "refused by the database: " + contract.Quote(pgErr.Message) + " (SQLSTATE " + pgErr.Code + ")"}
 	}
 	return &store.UnavailableError{Op: op, Err: err}
+}
+
+// refusal names a PostgreSQL error that no retry can cure, or returns "".
+func refusal(code string) string {
+	switch code {
+	case "42501": // insufficient_privilege
+		return "permission denied (grant the role what docs/operations.md lists)"
+	case "25P02": // in_failed_sql_transaction
+		return "the transaction is aborted (roll it back)"
+	case "0A000": // feature_not_supported
+		return "the database does not support this statement"
+	case "28000", "28P01": // invalid_authorization_specification, invalid_password
+		return "login refused"
+	}
+	switch code[:2] {
+	case "42": // syntax_error_or_access_rule_violation, other than the above
+		return "the database refused the statement"
+	}
+	return ""
 }
 
 func isContextError(err error) bool {
@@ -138,3 +166,9 @@ type acquireError struct{ err error }
 
 func (e *acquireError) Error() string { return "acquire a connection: " + e.err.Error() }
 func (e *acquireError) Unwrap() error { return e.err }
+
+// ErrPoolExhausted: every database connection stayed in use for as long as
+// the caller (or Config.AcquireTimeout) allowed. It comes wrapped in a
+// *contract.UnavailableError, so errors.Is(err, store.ErrUnavailable) holds
+// too: a later attempt may find a free connection.
+var ErrPoolExhausted = errors.New("idemstore: connection pool exhausted")

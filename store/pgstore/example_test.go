@@ -27,7 +27,7 @@ func ExampleNew() {
 
 	st, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: "idemstore", DefaultScopeTTL: 6 * time.Hour})
 	if err != nil {
-		log.Fatal(err) // a *store.SchemaError names the migrate command to run
+		log.Fatal(err) // a *schema.NotMigratedError names the migrate command to run
 	}
 	defer st.Close()
 
@@ -63,7 +63,7 @@ func ExampleStore_CompleteTx() {
 		Tool:        "create_invoice",
 	}
 	res, err := st.Claim(ctx, "run-7", e, time.Minute, store.WriteOptions{})
-	if err != nil || res.State != store.Claimed {
+	if err != nil || res.State != store.ClaimGranted {
 		return // replay res.Record, or wait for the holder
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
@@ -75,7 +76,7 @@ func TestExecutorChecksScopesAgainstTheStoresLimits(t *testing.T) {
 	t.Parallel()
 	st := newStore(t, &pgstore.Config{Limits: store.Limits{MaxScopeBytes: 8}})
 	require.Equal(t, 8, st.Limits().MaxScopeBytes)
-	require.Equal(t, store.DefaultMaxResultBytes, st.Limits().MaxResultBytes, "the others default")
+	require.Equal(t, contract.DefaultMaxResultBytes, st.Limits().MaxResultBytes, "the others default")
 	noop := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
 		return executor.Result{}, nil
 	})

@@ -42,7 +42,7 @@ func mustClaim(ctx context.Context, t *testing.T, s store.Store, scope string, e
 	t.Helper()
 	res, err := s.Claim(ctx, scope, e, lease, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	return res.Claim
 }
 

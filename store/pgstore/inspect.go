@@ -18,7 +18,7 @@ var _ store.Inspector = (*Store)(nil)
 // primary key; without, it scans the table, which is fine for an
 // operator's occasional look (docs/operations.md has the same query in SQL).
 func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return nil, err
 	}
 	q = q.WithDefaults()
@@ -71,10 +71,10 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 // wakes its waiters; one statement (resolveStoreSQL), plus a read that says
 // why when it was refused. See store.Inspector.
 func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out store.Outcome) (store.Record, error) {
-	if err := s.checkResolve(scope, key, token); err != nil {
+	if err := s.checkResolve(ctx, scope, key, token); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
 	encoding, data := encodeResult(out.Result)
@@ -93,7 +93,7 @@ func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum,
 // whose token is token, under a new fencing token with note (sanitised) as
 // its LastError, and wakes its waiters. See store.Inspector.
 func (s *Store) ResolveRelease(ctx context.Context, scope string, key keyhash.Sum, token int64, note string) (store.Record, error) {
-	if err := s.checkResolve(scope, key, token); err != nil {
+	if err := s.checkResolve(ctx, scope, key, token); err != nil {
 		return store.Record{}, err
 	}
 	note = store.SanitizeCause(note)
@@ -135,14 +135,14 @@ func (s *Store) resolve(ctx context.Context, op, scope string, key keyhash.Sum, 
 	return store.Record{}, &store.LeaseLostError{Scope: scope, Key: key, Token: token}
 }
 
-func (s *Store) checkResolve(scope string, key keyhash.Sum, token int64) error {
-	if err := s.checkOpen(); err != nil {
+func (s *Store) checkResolve(ctx context.Context, scope string, key keyhash.Sum, token int64) error {
+	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
 	if token <= 0 {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemstore/idemstore/internal/backoff"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -82,7 +83,7 @@ func (l *listener) setReady(listening bool) {
 
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
-	backoff := listenerMinBackoff
+	delay := backoff.New(listenerMinBackoff, listenerMaxBackoff)
 	listenedBefore := false
 	for {
 		err := l.session(ctx, func() {
@@ -92,21 +93,17 @@ func (l *listener) run(ctx context.Context) {
 				l.waiters.wakeAll()
 			}
 			listenedBefore = true
-			backoff = listenerMinBackoff
+			delay.Reset()
 		})
 		if ctx.Err() != nil {
 			return
 		}
+		d := delay.Next()
 		l.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: listener connection failed, reconnecting",
-			slog.String("channel", l.channel), slog.Duration("backoff", backoff), slog.Any("error", err))
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+			slog.String("channel", l.channel), slog.Duration("backoff", d), slog.Any("error", err))
+		if !backoff.Sleep(ctx, d) {
 			return
 		}
-		backoff = min(2*backoff, listenerMaxBackoff)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -62,12 +63,15 @@ var _ store.Store = (*Store)(nil)
 
 // New returns a store over pool, using the tables of cfg.Schema (nil cfg
 // means the defaults). It checks that the schema is migrated and gives a
-// *store.SchemaError naming the command to run when it is not, so a deploy
+// *schema.NotMigratedError naming the command to run when it is not, so a deploy
 // that forgot its migration fails at start rather than on the first call.
 // The store does not own pool: Close leaves it open.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if err := contract.CheckContext(ctx); err != nil {
+		return nil, err
+	}
 	if pool == nil {
-		return nil, &ConfigError{Field: "pool", Problem: "nil"}
+		return nil, &contract.ConfigError{Config: "pgstore.New", Field: "pool", Problem: "nil"}
 	}
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
@@ -92,7 +96,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	s.waiters.init()
 	s.listener = newListener(pool, s.channel, s.log, &s.waiters)
-	if err := s.checkSchema(ctx, pool); err != nil {
+	if err := s.checkSchema(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -116,23 +120,21 @@ func (s *Store) Schema() string { return s.schema }
 // idempotent executor checks a scope against them before it is used.
 func (s *Store) Limits() store.Limits { return s.limits }
 
-// checkOpen returns store.ErrClosed after Close.
-func (s *Store) checkOpen() error {
+// checkOpen refuses a nil ctx, and returns store.ErrClosed after Close.
+func (s *Store) checkOpen(ctx context.Context) error {
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
+	}
 	if s.isClosed.Load() {
 		return store.ErrClosed
 	}
 	return nil
 }
 
-func (s *Store) scopeTTL(opts store.WriteOptions) time.Duration {
-	if opts.ScopeTTL > 0 {
-		return opts.ScopeTTL
-	}
-	return s.defaultTTL
-}
-
 // micros converts a positive duration into the microseconds the database
 // counts in, rounding up so that a positive duration never becomes zero.
+// Every duration reaching it passed contract.CheckDuration (at most
+// contract.MaxDuration), so the rounding cannot overflow.
 func micros(d time.Duration) int64 {
 	return int64((d + time.Microsecond - 1) / time.Microsecond)
 }
@@ -146,14 +148,14 @@ func (s *Store) outcomeContext(ctx context.Context) (context.Context, context.Ca
 
 // counters are the store's Stats.
 type counters struct {
-	hits, misses, claims, waits, takeovers, mismatches atomic.Uint64
+	replays, misses, claims, waits, takeovers, mismatches atomic.Uint64
 }
 
 // Stats returns the store's counters since it was created (this Store
 // instance only, not other processes sharing the schema).
 func (s *Store) Stats() store.Stats {
 	return store.Stats{
-		Hits:       s.stats.hits.Load(),
+		Replays:    s.stats.replays.Load(),
 		Misses:     s.stats.misses.Load(),
 		Claims:     s.stats.claims.Load(),
 		Waits:      s.stats.waits.Load(),

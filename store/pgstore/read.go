@@ -11,25 +11,16 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// checkKey rejects the zero key, which no hash produces: it can only be a
-// caller's mistake.
-func checkKey(key keyhash.Sum) error {
-	if key.IsZero() {
-		return &store.InputError{Field: "key", Problem: "zero"}
-	}
-	return nil
-}
-
 // Get returns the live completed record of key in scope, or
 // store.ErrNotFound. One statement: a primary-key probe.
 func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.Record, error) {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
 		return store.Record{}, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.Record{}, err
 	}
 	var row recordScan
@@ -47,13 +38,13 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	if err != nil {
 		return store.Record{}, err
 	}
-	s.stats.hits.Add(1)
+	s.stats.replays.Add(1)
 	return rec, nil
 }
 
 // GetMany looks up several keys of one scope in one statement.
 func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
@@ -61,7 +52,7 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 	}
 	args := make([][]byte, len(keys))
 	for i := range keys {
-		if err := checkKey(keys[i]); err != nil {
+		if err := store.CheckKey(keys[i]); err != nil {
 			return nil, err
 		}
 		args[i] = keys[i][:]
@@ -108,7 +99,7 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 			hits++
 		}
 	}
-	s.stats.hits.Add(hits)
+	s.stats.replays.Add(hits)
 	s.stats.misses.Add(uint64(len(keys)) - hits)
 	return found, nil
 }

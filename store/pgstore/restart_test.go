@@ -55,7 +55,7 @@ func TestRecordsAndClaimsSurviveRestart(t *testing.T) {
 
 	res, err := st.Claim(ctx, "run", pending, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.InFlight, res.State, "the claim outlived the restart")
+	require.Equal(t, store.ClaimInFlight, res.State, "the claim outlived the restart")
 	require.Equal(t, c.Token, res.Record.Token)
 	_, err = st.Complete(ctx, c, success("completed after"))
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/internal/backoff"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // connection beyond its own statements: none is held while a tool runs.
 //
 // When the wait ends with every connection still in use, the pool is
-// exhausted: *store.UnavailableError wrapping store.ErrPoolExhausted (and the
+// exhausted: *store.UnavailableError wrapping ErrPoolExhausted (and the
 // context error, so errors.Is(err, context.DeadlineExceeded) holds when it
 // was the caller's deadline). A caller that cancelled gets its cancellation.
 func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
@@ -38,7 +39,7 @@ func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 		st := s.pool.Stat()
 		if st.AcquiredConns() >= st.MaxConns() {
 			return nil, &store.UnavailableError{Op: op, Err: fmt.Errorf("%w: all %d connections stayed in use for %s: %w",
-				store.ErrPoolExhausted, st.MaxConns(), time.Since(start).Round(time.Millisecond), actx.Err())}
+				ErrPoolExhausted, st.MaxConns(), time.Since(start).Round(time.Millisecond), actx.Err())}
 		}
 		if ctx.Err() == nil {
 			// Our own bound ran out while a new connection was being
@@ -62,7 +63,7 @@ func (s *Store) do(ctx context.Context, op string, rr rerun, f func(conn *pgxpoo
 			return err
 		}
 		s.logRetry(ctx, op, try, err)
-		if !b.wait(ctx) {
+		if !b.Wait(ctx) {
 			return err
 		}
 	}
@@ -83,24 +84,8 @@ func (s *Store) logRetry(ctx context.Context, op string, try int, err error) {
 		slog.String("op", op), slog.Int("retry", try+1), slog.Any("error", err))
 }
 
-// backoff is the delay schedule of one operation's retries.
-type backoff struct {
-	next, max time.Duration
-}
-
-func (s *Store) newBackoff() backoff {
-	return backoff{next: s.retryBackoff, max: s.maxRetryBackoff}
-}
-
-// wait sleeps for the next delay and reports false if ctx ended first.
-func (b *backoff) wait(ctx context.Context) bool { return sleep(ctx, b.step()) }
-
-// step returns the next delay, a random point between half and all of the
-// scheduled one, and doubles the schedule up to its cap.
-func (b *backoff) step() time.Duration {
-	d := b.next/2 + jitter(b.next-b.next/2)
-	b.next = min(2*b.next, b.max)
-	return d
+func (s *Store) newBackoff() backoff.Schedule {
+	return backoff.New(s.retryBackoff, s.maxRetryBackoff)
 }
 
 // fencedWrite runs a write that only takes effect while claim c's token is
@@ -149,7 +134,7 @@ func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done 
 		default:
 			s.logRetry(ctx, op, try, err)
 		}
-		if try >= s.maxRetries || !b.wait(ctx) {
+		if try >= s.maxRetries || !b.Wait(ctx) {
 			return nil, err
 		}
 	}

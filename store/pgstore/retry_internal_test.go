@@ -46,7 +46,7 @@ func TestRetryableAndMayHaveAppliedClassifyEveryFailure(t *testing.T) {
 		{"check violation", pg("23514"), false, false, false},
 		{"no row", pgx.ErrNoRows, false, false, false},
 		{"connection lost mid-statement", fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), false, true, true},
-		{"pool exhausted", &store.UnavailableError{Op: "get", Err: fmt.Errorf("%w: %w", store.ErrPoolExhausted, context.DeadlineExceeded)}, false, false, false},
+		{"pool exhausted", &store.UnavailableError{Op: "get", Err: fmt.Errorf("%w: %w", ErrPoolExhausted, context.DeadlineExceeded)}, false, false, false},
 	} {
 		require.Equal(t, tc.ifNotApplied, retryable(tc.err, rerunIfNotApplied), "%s: retryable if not applied", tc.name)
 		require.Equal(t, tc.always, retryable(tc.err, rerunAlways), "%s: retryable always", tc.name)

@@ -168,7 +168,7 @@ func TestPoolExhaustionGivesATypedErrorInTime(t *testing.T) {
 
 func requirePoolExhausted(t *testing.T, err error) {
 	t.Helper()
-	require.ErrorIs(t, err, store.ErrPoolExhausted)
+	require.ErrorIs(t, err, pgstore.ErrPoolExhausted)
 	require.ErrorIs(t, err, store.ErrUnavailable)
 	var ue *store.UnavailableError
 	require.True(t, errors.As(err, &ue))

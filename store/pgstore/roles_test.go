@@ -271,7 +271,7 @@ func TestRunbookSQLMatchesTheInspector(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrLeaseLost)
 	res, err := st.Claim(ctx, "run", released, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.False(t, res.TakenOver)
 	require.Equal(t, "ops: resend", res.Record.LastError)
 

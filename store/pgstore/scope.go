@@ -23,7 +23,7 @@ var scopeTxOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 // unknown or expired scope changes nothing (live claims of an expired scope
 // excepted, which carry over) and is not an error.
 func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration) error {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
@@ -55,7 +55,7 @@ func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration
 // included, and returns how many it removed; the holders of those claims get
 // store.ErrLeaseLost, and every waiter of the scope is woken.
 func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return 0, err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
@@ -82,7 +82,7 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 // locks are taken with SKIP LOCKED, so that several cleaners (goroutines or
 // processes) share the work without waiting for each other or for writers.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return 0, err
 	}
 	if limit <= 0 {

@@ -128,13 +128,13 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkOpen(); err != nil {
+	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
 	s.stats.waits.Add(1)

@@ -34,7 +34,7 @@ func TestWaiterIsWokenByNotify(t *testing.T) {
 
 	res, err := waiter.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Completed, res.State)
+	require.Equal(t, store.ClaimCompleted, res.State)
 
 	// A Wait on another key of the same scope is not woken by it.
 	other := entry("other", `{}`)

@@ -24,26 +24,51 @@ const putAttempts = 4
 // (probe-then-store mode): the first stored outcome wins. One statement
 // (putSQL), rerun only when it lost a race it could not see.
 func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	if err := s.checkWrite(scope, e, opts); err != nil {
+	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
 		return store.Record{}, false, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, false, err
 	}
+	return s.put(ctx, nil, scope, e, out, opts)
+}
+
+// PutTx is Put inside the caller's transaction (probe-then-store mode's
+// counterpart of CompleteTx): the record takes effect when tx commits.
+func (s *Store) PutTx(ctx context.Context, tx pgx.Tx, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
+	if tx == nil {
+		return store.Record{}, false, &store.InputError{Field: "tx", Problem: "nil"}
+	}
+	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
+		return store.Record{}, false, err
+	}
+	if err := store.CheckOutcome(s.limits, out); err != nil {
+		return store.Record{}, false, err
+	}
+	return s.put(ctx, tx, scope, e, out, opts)
+}
+
+// put runs putSQL on tx, or on the pool when tx is nil (retrying there what
+// is safe to retry).
+func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
 	encoding, data := encodeResult(out.Result)
+	args := []any{scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(opts.TTL(s.defaultTTL))}
 	for range putAttempts {
 		var (
 			stored bool
 			row    recordScan
 		)
 		targets := append([]any{&stored}, row.targets()...)
-		// Put may be sent again whatever happened to its connection: a
-		// second run finds the first one's record and returns it.
-		err := s.do(ctx, "put", rerunAlways, func(conn *pgxpool.Conn) error {
-			return conn.QueryRow(ctx, s.sql.put,
-				scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(s.scopeTTL(opts)),
-			).Scan(targets...)
-		})
+		var err error
+		if tx != nil {
+			err = tx.QueryRow(ctx, s.sql.put, args...).Scan(targets...)
+		} else {
+			// Put may be sent again whatever happened to its connection: a
+			// second run finds the first one's record and returns it.
+			err = s.do(ctx, "put", rerunAlways, func(conn *pgxpool.Conn) error {
+				return conn.QueryRow(ctx, s.sql.put, args...).Scan(targets...)
+			})
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -54,9 +79,11 @@ func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.
 		if err != nil {
 			return store.Record{}, false, err
 		}
-		if !stored && rec.Fingerprint != e.Fingerprint {
-			s.stats.mismatches.Add(1)
-			return store.Record{}, false, mismatch(scope, e, rec)
+		if !stored {
+			if err := store.CheckFingerprint(scope, e, rec); err != nil {
+				s.stats.mismatches.Add(1)
+				return store.Record{}, false, err
+			}
 		}
 		return rec, stored, nil
 	}
@@ -77,10 +104,10 @@ func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.
 // again; anything else is *store.LeaseLostError. Failures that cannot have
 // taken effect are retried (see Config.MaxRetries).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
-	if err := s.checkClaim(c); err != nil {
+	if err := s.checkClaim(ctx, c); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
 	ctx, cancel := s.outcomeContext(ctx)
@@ -95,15 +122,11 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	case settled != nil:
 		return *settled, nil
 	case isNoRows(err):
-		return store.Record{}, leaseLost(c)
+		return store.Record{}, store.LeaseLost(c)
 	case err != nil:
 		return store.Record{}, s.translate("complete", err)
 	}
 	return rec, nil
-}
-
-func leaseLost(c store.Claim) error {
-	return &store.LeaseLostError{Scope: c.Scope, Key: c.Key, Token: c.Token}
 }
 
 // CompleteTx is Complete inside the caller's transaction: a tool whose side
@@ -117,15 +140,15 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	if tx == nil {
 		return store.Record{}, &store.InputError{Field: "tx", Problem: "nil"}
 	}
-	if err := s.checkClaim(c); err != nil {
+	if err := s.checkClaim(ctx, c); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.limits.CheckOutcome(out); err != nil {
+	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
 	rec, err := s.complete(ctx, tx, c, out)
 	if isNoRows(err) {
-		return store.Record{}, leaseLost(c)
+		return store.Record{}, store.LeaseLost(c)
 	}
 	if err != nil {
 		return store.Record{}, s.translate("complete", err)
@@ -155,7 +178,7 @@ func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out stor
 // back, like Complete, when its acknowledgement is lost.
 // *store.LeaseLostError when c.Token is not current.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
-	if err := s.checkClaim(c); err != nil {
+	if err := s.checkClaim(ctx, c); err != nil {
 		return err
 	}
 	cause = store.SanitizeCause(cause)
@@ -168,7 +191,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 		).Scan(&one)
 	})
 	if isNoRows(err) {
-		return leaseLost(c)
+		return store.LeaseLost(c)
 	}
 	if err != nil {
 		return s.translate("release", err)
@@ -185,7 +208,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 // the record back: still pending under c's token, it is sent again (which
 // is what the lost one did).
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
-	if err := s.checkClaim(c); err != nil {
+	if err := s.checkClaim(ctx, c); err != nil {
 		return store.Claim{}, err
 	}
 	if err := store.CheckDuration("lease", lease); err != nil {
@@ -199,7 +222,7 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 		return conn.QueryRow(ctx, s.sql.renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
 	})
 	if isNoRows(err) {
-		return store.Claim{}, leaseLost(c)
+		return store.Claim{}, store.LeaseLost(c)
 	}
 	if err != nil {
 		return store.Claim{}, s.translate("renew", err)
@@ -210,19 +233,9 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 }
 
 // checkClaim checks a claim handed back by a caller before it is used.
-func (s *Store) checkClaim(c store.Claim) error {
-	if err := s.checkOpen(); err != nil {
+func (s *Store) checkClaim(ctx context.Context, c store.Claim) error {
+	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
-	if err := s.limits.CheckScope(c.Scope); err != nil {
-		return err
-	}
-	if err := checkKey(c.Key); err != nil {
-		return err
-	}
-	if c.Token <= 0 {
-		// No claim ever has such a token, so it is not current.
-		return leaseLost(c)
-	}
-	return nil
+	return store.CheckClaim(ctx, s.limits, c)
 }

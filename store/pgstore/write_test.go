@@ -35,7 +35,7 @@ func TestCompleteSurvivesCallerCancellation(t *testing.T) {
 	require.Equal(t, []byte("sent"), got.Outcome.Result)
 	res, err := st.Claim(ctx, "run", failed, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "the released claim blocks nobody")
+	require.Equal(t, store.ClaimGranted, res.State, "the released claim blocks nobody")
 }
 
 // An outcome over MaxResultBytes is refused before anything is written: Put
@@ -123,7 +123,7 @@ func TestCompleteTxCommitsWithCallerWrite(t *testing.T) {
 	require.False(t, sent("rollback"))
 	res, err := st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Equal(t, store.InFlight, res.State)
+	require.Equal(t, store.ClaimInFlight, res.State)
 	require.Equal(t, c.Token, res.Record.Token)
 	_, err = st.Complete(ctx, c, success("later"))
 	require.NoError(t, err)

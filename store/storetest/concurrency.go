@@ -34,12 +34,12 @@ func testOneExecutionForNGoroutinesOnOneKey(t *testing.T, h Harness) {
 				return
 			}
 			switch res.State {
-			case store.Claimed:
+			case store.ClaimGranted:
 				executions.Add(1)
 				rec, err := s.Complete(ctx, res.Claim, success(fmt.Sprintf("executed by goroutine %d", i)))
 				errs[i] = err
 				results[i] = rec.Outcome.Result
-			case store.Completed:
+			case store.ClaimCompleted:
 				results[i] = res.Record.Outcome.Result
 			default:
 				errs[i] = fmt.Errorf("unexpected claim state %d", res.State)

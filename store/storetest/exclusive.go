@@ -21,7 +21,7 @@ func testClaimGrantsLeaseAndToken(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.False(t, res.TakenOver)
 	c := res.Claim
 	require.Equal(t, "run", c.Scope)
@@ -64,7 +64,7 @@ func testCompleteStoresOutcome(t *testing.T, h Harness) {
 	require.Equal(t, e.Tool, got.Tool)
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Completed, res.State)
+	require.Equal(t, store.ClaimCompleted, res.State)
 	require.Equal(t, []byte("sent"), res.Record.Outcome.Result)
 
 	// A completed claim cannot be completed or released again.
@@ -89,7 +89,7 @@ func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.False(t, res.TakenOver, "a released call's outcome is known: it failed")
 	require.Greater(t, res.Claim.Token, c.Token)
 	require.Equal(t, 2, res.Claim.Attempt, "the released attempt counts")
@@ -136,7 +136,7 @@ func testReleasedRecordIsNeverReplayed(t *testing.T, h Harness) {
 	// failure is not an outcome, so the key starts afresh.
 	res, err := s.Claim(ctx, "run", other, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.False(t, res.TakenOver)
 	require.Equal(t, 1, res.Claim.Attempt)
 	require.Empty(t, res.Record.LastError)
@@ -227,7 +227,7 @@ func takeOver(t *testing.T, h Harness, s store.Store, e store.Entry, c store.Cla
 	h.Advance(t, pastShort)
 	res, err := s.Claim(ctx, c.Scope, e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.True(t, res.TakenOver)
 	return res.Claim
 }
@@ -293,7 +293,7 @@ func testExpiredLeaseIsTakenOverWithNewToken(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.True(t, res.TakenOver)
 	require.Greater(t, res.Claim.Token, first.Token)
 	require.Equal(t, 2, res.Claim.Attempt)

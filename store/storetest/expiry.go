@@ -34,7 +34,7 @@ func testExpiredRecordsAreNeverReplayed(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", byClaim, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "an expired outcome must not be replayed by Claim")
+	require.Equal(t, store.ClaimGranted, res.State, "an expired outcome must not be replayed by Claim")
 	require.False(t, res.TakenOver, "an expired completed record is gone, not an unknown outcome")
 	require.Equal(t, 1, res.Claim.Attempt)
 
@@ -111,7 +111,7 @@ func testExtendScopeDoesNotReviveAnExpiredScope(t *testing.T, h Harness) {
 	requireNotFound(ctx, t, s, "run", e)
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 }
 
 // DeleteScope removes every record of a scope at once, live claims
@@ -135,7 +135,7 @@ func testDeleteScopeRemovesEverything(t *testing.T, h Harness) {
 	requireNotFound(ctx, t, s, "run", live)
 	res, err := s.Claim(ctx, "run", live, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "the deleted claim no longer blocks")
+	require.Equal(t, store.ClaimGranted, res.State, "the deleted claim no longer blocks")
 
 	requireResult(ctx, t, s, "other", a, "other a")
 

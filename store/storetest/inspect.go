@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -135,7 +136,7 @@ func testInspectorResolveStoreFencesTheHolder(t *testing.T, h Harness) {
 	waiter := startWaiter(ctx, s, "run", e)
 	requireStillWaiting(t, waiter)
 
-	tooBig := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, store.DefaultMaxResultBytes+1)}
+	tooBig := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, contract.DefaultMaxResultBytes+1)}
 	_, err := ins.ResolveStore(ctx, "run", e.Key, c.Token, tooBig)
 	require.ErrorIs(t, err, store.ErrTooLarge)
 	_, err = ins.ResolveStore(ctx, "run", e.Key, c.Token+1000, success("stale"))
@@ -154,7 +155,7 @@ func testInspectorResolveStoreFencesTheHolder(t *testing.T, h Harness) {
 
 	r := await(t, waiter)
 	require.NoError(t, r.err)
-	require.Equal(t, store.Completed, r.res.State)
+	require.Equal(t, store.ClaimCompleted, r.res.State)
 	require.Equal(t, []byte("the operator says: sent"), r.res.Record.Outcome.Result)
 
 	_, err = s.Complete(ctx, c, success("the holder's late outcome"))
@@ -208,7 +209,7 @@ func testInspectorResolveReleaseLetsTheNextCallerRun(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.False(t, res.TakenOver)
 	require.Equal(t, 2, res.Claim.Attempt)
 	_, err = s.Complete(ctx, res.Claim, success("sent again"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -29,7 +30,7 @@ func testFirstWriteWins(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Completed, res.State)
+	require.Equal(t, store.ClaimCompleted, res.State)
 	require.Equal(t, []byte("first"), res.Record.Outcome.Result)
 
 	// An outcome stored through a claim wins over a later Put just the same.
@@ -67,7 +68,7 @@ func testPutLeavesALiveClaimAlone(t *testing.T, h Harness) {
 // and as large as the default limit allows.
 func testReplayIsByteIdentical(t *testing.T, h Harness) {
 	ctx, s := testContext(t), h.NewStore(t)
-	big := make([]byte, store.DefaultMaxResultBytes)
+	big := make([]byte, contract.DefaultMaxResultBytes)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range big {
 		big[i] = byte(rng.Uint32())
@@ -106,7 +107,7 @@ func testReplayIsByteIdentical(t *testing.T, h Harness) {
 
 			res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 			require.NoError(t, err)
-			require.Equal(t, store.Completed, res.State)
+			require.Equal(t, store.ClaimCompleted, res.State)
 			require.True(t, bytes.Equal(want, res.Record.Outcome.Result), "%s: Claim", name)
 		}
 	}
@@ -133,7 +134,7 @@ func testPermanentFailureOutcomeIsReplayedAsFailure(t *testing.T, h Harness) {
 
 		res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 		require.NoError(t, err)
-		require.Equal(t, store.Completed, res.State)
+		require.Equal(t, store.ClaimCompleted, res.State)
 		require.Equal(t, store.KindPermanentFailure, res.Record.Outcome.Kind)
 	}
 	// And a success stays a success.
@@ -160,7 +161,7 @@ func testScopesAreIsolated(t *testing.T, h Harness) {
 	// No mismatch across scopes, and no replay either.
 	res, err := s.Claim(ctx, "run-b", other, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	_, err = s.Complete(ctx, res.Claim, success("b"))
 	require.NoError(t, err)
 

@@ -33,13 +33,13 @@ func testStatsCountHitsMissesClaimsWaitsTakeoversMismatches(t *testing.T, h Harn
 
 	_, err = s.Get(ctx, "run", stored.Key)
 	require.NoError(t, err)
-	want.Hits++
+	want.Replays++
 	step("a hit")
 
 	res, err := s.Claim(ctx, "run", stored, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Completed, res.State)
-	want.Hits++
+	require.Equal(t, store.ClaimCompleted, res.State)
+	want.Replays++
 	step("a Claim answered by a completed record")
 
 	c := claim(ctx, t, s, "run", pending, longLease, noOpts)

@@ -147,7 +147,7 @@ func claim(ctx context.Context, t *testing.T, s store.Store, scope string, e sto
 	t.Helper()
 	res, err := s.Claim(ctx, scope, e, lease, opts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "expected a fresh claim")
+	require.Equal(t, store.ClaimGranted, res.State, "expected a fresh claim")
 	return res.Claim
 }
 
@@ -183,7 +183,7 @@ func requireInFlight(ctx context.Context, t *testing.T, s store.Store, scope str
 	t.Helper()
 	res, err := s.Claim(ctx, scope, e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.InFlight, res.State)
+	require.Equal(t, store.ClaimInFlight, res.State)
 	require.Equal(t, store.StatusPending, res.Record.Status)
 	require.Equal(t, token, res.Record.Token)
 	return res.Record

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -30,9 +31,9 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, h Harness) {
 	c := claim(ctx, t, s, "run", held, longLease, noOpts)
 	before := s.Stats()
 
-	longScope := strings.Repeat("s", store.DefaultMaxScopeBytes+1)
-	longTool := strings.Repeat("t", keyhash.DefaultMaxToolBytes+1)
-	tooBig := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, store.DefaultMaxResultBytes+1)}
+	longScope := strings.Repeat("s", contract.DefaultMaxScopeBytes+1)
+	longTool := strings.Repeat("t", contract.DefaultMaxToolBytes+1)
+	tooBig := store.Outcome{Kind: store.KindSuccess, Result: make([]byte, contract.DefaultMaxResultBytes+1)}
 	with := func(f func(e *store.Entry)) store.Entry { e := valid; f(&e); return e }
 
 	badScopes := []struct {
@@ -154,7 +155,7 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, h Harness) {
 	require.True(t, rec.LeaseUntil.Equal(c.LeaseUntil), "the refused Renew changed nothing")
 	res, err := s.Claim(ctx, "run", valid, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State, "no claim was left behind")
+	require.Equal(t, store.ClaimGranted, res.State, "no claim was left behind")
 	require.Equal(t, 1, res.Claim.Attempt)
 	_, err = s.Complete(ctx, c, success("fine"))
 	require.NoError(t, err, "the refused Completes left the claim intact")

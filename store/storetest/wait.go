@@ -16,7 +16,7 @@ import (
 func claimOrReplay(ctx context.Context, s store.Store, scope string, e store.Entry) (res store.ClaimResult, waits int, err error) {
 	for {
 		res, err = s.Claim(ctx, scope, e, longLease, noOpts)
-		if err != nil || res.State != store.InFlight {
+		if err != nil || res.State != store.ClaimInFlight {
 			return res, waits, err
 		}
 		waits++
@@ -81,7 +81,7 @@ func testWaitThenReplay(t *testing.T, h Harness) {
 
 	r := await(t, done)
 	require.NoError(t, r.err)
-	require.Equal(t, store.Completed, r.res.State)
+	require.Equal(t, store.ClaimCompleted, r.res.State)
 	require.Equal(t, []byte("the outcome"), r.res.Record.Outcome.Result)
 	require.LessOrEqual(t, r.waits, 1, "Wait returned before anything changed")
 }
@@ -98,7 +98,7 @@ func testWaitWakesOnRelease(t *testing.T, h Harness) {
 
 	r := await(t, done)
 	require.NoError(t, r.err)
-	require.Equal(t, store.Claimed, r.res.State)
+	require.Equal(t, store.ClaimGranted, r.res.State)
 	require.False(t, r.res.TakenOver)
 	require.Greater(t, r.res.Claim.Token, c.Token)
 	require.LessOrEqual(t, r.waits, 1, "Wait returned before anything changed")
@@ -119,7 +119,7 @@ func testWaitReturnsWhenLeaseEnds(t *testing.T, h Harness) {
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
-	require.Equal(t, store.Claimed, res.State)
+	require.Equal(t, store.ClaimGranted, res.State)
 	require.True(t, res.TakenOver)
 }
 

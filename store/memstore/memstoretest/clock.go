@@ -1,12 +1,17 @@
-package memstore
+// Package memstoretest holds what users' own tests need around the in-memory
+// store: a clock that moves only when told to. It lives apart from package
+// memstore so that production code carries no test doubles.
+package memstoretest
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/idemstore/idemstore/store/memstore"
 )
 
-// ManualClock is a Clock that moves only when told to (Advance), for tests of
+// ManualClock is a memstore.Clock that moves only when told to (Advance), for tests of
 // expiry, leases and waits without sleeping. It is safe for concurrent use;
 // tests in other packages may use it with any code that takes a Clock.
 type ManualClock struct {
@@ -45,7 +50,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 }
 
 // TimerAt returns a timer that fires once the clock reads t or later.
-func (c *ManualClock) TimerAt(t time.Time) Timer {
+func (c *ManualClock) TimerAt(t time.Time) memstore.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.timerAtLocked(t)
@@ -53,13 +58,13 @@ func (c *ManualClock) TimerAt(t time.Time) Timer {
 
 // NewTimer returns a timer that fires once the clock has advanced by d. Now
 // is read under the same lock, so no Advance can slip in between.
-func (c *ManualClock) NewTimer(d time.Duration) Timer {
+func (c *ManualClock) NewTimer(d time.Duration) memstore.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.timerAtLocked(c.now.Add(d))
 }
 
-func (c *ManualClock) timerAtLocked(at time.Time) Timer {
+func (c *ManualClock) timerAtLocked(at time.Time) memstore.Timer {
 	t := &manualTimer{clock: c, at: at, ch: make(chan time.Time, 1)}
 	if !at.After(c.now) {
 		t.ch <- c.now

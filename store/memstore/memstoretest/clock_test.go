@@ -1,4 +1,4 @@
-package memstore_test
+package memstoretest_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 func fired(tm memstore.Timer) bool {
@@ -21,7 +22,7 @@ func fired(tm memstore.Timer) bool {
 
 func TestManualClockFiresTimersOnlyWhenDue(t *testing.T) {
 	t.Parallel()
-	c := memstore.NewManualClock(epoch)
+	c := memstoretest.NewManualClock(epoch)
 	early, late := c.NewTimer(time.Second), c.TimerAt(epoch.Add(time.Minute))
 	require.Equal(t, 2, c.PendingTimers())
 
@@ -42,7 +43,7 @@ func TestManualClockFiresTimersOnlyWhenDue(t *testing.T) {
 
 func TestManualClockFiresPastDeadlinesAtOnce(t *testing.T) {
 	t.Parallel()
-	c := memstore.NewManualClock(epoch)
+	c := memstoretest.NewManualClock(epoch)
 	require.True(t, fired(c.TimerAt(epoch)))
 	require.True(t, fired(c.TimerAt(epoch.Add(-time.Hour))))
 	require.True(t, fired(c.NewTimer(0)))
@@ -51,14 +52,14 @@ func TestManualClockFiresPastDeadlinesAtOnce(t *testing.T) {
 
 func TestManualClockNeverRunsBackwards(t *testing.T) {
 	t.Parallel()
-	c := memstore.NewManualClock(epoch)
+	c := memstoretest.NewManualClock(epoch)
 	c.Advance(-time.Hour)
 	require.Equal(t, epoch, c.Now())
 }
 
 func TestBlockUntilTimersWaitsForArmedTimers(t *testing.T) {
 	t.Parallel()
-	c := memstore.NewManualClock(epoch)
+	c := memstoretest.NewManualClock(epoch)
 	ctx := context.Background()
 	armed := make(chan memstore.Timer, 1)
 	go func() { armed <- c.NewTimer(time.Second) }()

@@ -1,0 +1,24 @@
+package contract
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxQuoted bounds how much of a user's value an error or log line quotes:
+// a 1 MB schema name must not become a 1 MB error.
+const MaxQuoted = 64
+
+// Quote returns v as a Go-quoted string, cut to its first MaxQuoted bytes
+// (at a rune boundary) with the full length said after it when it is longer.
+// Every error and log line that shows a user's value goes through it.
+func Quote(v string) string {
+	if len(v) <= MaxQuoted {
+		return strconv.Quote(v)
+	}
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + "… (" + strconv.Itoa(len(v)) + " bytes)"
+}

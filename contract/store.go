@@ -1,0 +1,61 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// UnavailableError wraps a driver or network error with what was being done:
+// a later attempt may succeed.
+type UnavailableError struct {
+	Op  string // e.g. "claim", "lookup"
+	Err error  // the driver's error
+}
+
+func (e *UnavailableError) Error() string {
+	return "idemstore: store unavailable: " + e.Op + ": " + e.Err.Error()
+}
+
+// Unwrap returns both ErrUnavailable and the driver's error, so
+// errors.Is(err, ErrUnavailable) and errors.As(err, **pgconn.PgError) both work.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
+// RefusedError reports an operation the store refused for good: retrying
+// will not help until an operator acts.
+type RefusedError struct {
+	Op     string // e.g. "claim"
+	Reason string // e.g. "permission denied", "transaction aborted"
+	Err    error  // the driver's error
+}
+
+func (e *RefusedError) Error() string {
+	return "idemstore: refused by the store: " + e.Op + ": " + e.Reason + ": " + e.Err.Error()
+}
+
+// Unwrap returns both ErrRefused and the driver's error.
+func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+
+// Interrupted wraps the caller's own cancellation or deadline (err, which
+// must match context.Canceled or context.DeadlineExceeded) with the
+// operation it stopped. It is the one rule for a context that ended: the
+// result matches the context's error with errors.Is, never ErrUnavailable.
+func Interrupted(op string, err error) error {
+	return fmt.Errorf("idemstore: %s: %w", op, err)
+}
+
+// IsContextError reports whether err is a context's cancellation or
+// deadline.
+func IsContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// CheckContext refuses a nil context with an *InputError. Every exported
+// entry point that takes a context calls it first, so a nil context gives
+// one clear error instead of a nil dereference deep inside.
+func CheckContext(ctx context.Context) error {
+	if ctx == nil {
+		return &InputError{Field: "ctx", Problem: "nil context.Context (use context.Background())"}
+	}
+	return nil
+}

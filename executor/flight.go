@@ -1,0 +1,92 @@
+package executor
+
+import (
+	"sync"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// flightShards spreads the flights of many scopes over independently locked
+// maps, so that concurrent calls rarely share a lock.
+const flightShards = 32
+
+// flights coalesces identical calls in one process: while one caller (the
+// leader) runs a call through the store, identical callers (same scope, key
+// and fingerprint) wait for it in-process and replay its outcome, with no
+// store call of their own. It is an optimisation in front of the store,
+// never a replacement for its claims: callers in other processes still meet
+// the claim.
+type flights struct {
+	shards [flightShards]flightShard
+}
+
+type flightShard struct {
+	mu sync.Mutex
+	m  map[flightKey]*flight // guarded by mu
+}
+
+type flightKey struct {
+	scope string
+	key   keyhash.Sum
+	fp    keyhash.Sum
+}
+
+// flight is one call in flight in this process.
+type flight struct {
+	// Set by the leader before done is closed; read by followers after.
+	res Result
+	err error
+	// rerun tells followers that the leader's call failed and its claim was
+	// released: a follower runs the call itself, as a caller woken by the
+	// release would.
+	rerun bool
+
+	done      chan struct{} // made when the first follower joins; guarded by the shard's mu
+	followers int           // guarded by the shard's mu
+}
+
+func (fs *flights) init() {
+	for i := range fs.shards {
+		fs.shards[i].m = make(map[flightKey]*flight)
+	}
+}
+
+func (fs *flights) shard(key keyhash.Sum) *flightShard {
+	return &fs.shards[key[0]%flightShards]
+}
+
+// join returns the flight of the call, and whether the caller leads it (it
+// must then call land) or follows it (it waits on the returned channel).
+func (fs *flights) join(scope string, ent store.Entry) (f *flight, done <-chan struct{}, leader bool) {
+	k := flightKey{scope: scope, key: ent.Key, fp: ent.Fingerprint}
+	sh := fs.shard(ent.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if f = sh.m[k]; f != nil {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
+		f.followers++
+		return f, f.done, false
+	}
+	f = &flight{}
+	sh.m[k] = f
+	return f, nil, true
+}
+
+// land ends the leader's flight with its outcome and wakes its followers.
+func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, err error, rerun bool) {
+	k := flightKey{scope: scope, key: ent.Key, fp: ent.Fingerprint}
+	sh := fs.shard(ent.Key)
+	sh.mu.Lock()
+	delete(sh.m, k)
+	done := f.done
+	if done != nil {
+		f.res, f.err, f.rerun = res, err, rerun
+	}
+	sh.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
+}

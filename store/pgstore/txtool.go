@@ -1,0 +1,121 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/store"
+)
+
+// TxFunc is a tool whose side effect is a write to the store's own
+// database: it does its writes in tx and returns the call's result. It must
+// not commit or roll back tx.
+type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error)
+
+// TxTool turns fn into an executor.Executor that is exactly once under the
+// idempotent executor, with no window: it begins a transaction on the
+// store's pool, runs fn in it, stores the successful outcome under the
+// call's claim in the same transaction (CompleteTx; PutTx in
+// probe-then-store mode), commits, and marks the result Stored so that the
+// executor does not store it again. A crash before the commit leaves
+// neither the write nor the outcome; after it, both.
+//
+// A failed result (Failed set) or an error of fn rolls the transaction back,
+// so a failed call leaves no write behind and runs again next time. A
+// claim lost meanwhile (another caller took over) rolls it back too, with
+// *store.LeaseLostError. When the commit's acknowledgement is lost, the
+// record is read back: stored under the call's claim means committed.
+// Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
+// commits without storing anything.
+func (s *Store) TxTool(fn TxFunc) executor.Executor {
+	return executor.ExecutorFunc(func(ctx context.Context, call executor.Call) (executor.Result, error) {
+		if fn == nil {
+			return executor.Result{}, &store.InputError{Field: "tx tool", Problem: "nil function"}
+		}
+		return s.runTx(ctx, fn, call)
+	})
+}
+
+func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res executor.Result, err error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return executor.Result{}, err
+	}
+	info, inCall := executor.CallInfoFrom(ctx)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return executor.Result{}, s.translate("begin", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Rollback after a failed statement or a panic; its own error
+			// adds nothing to the one returned.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	res, err = fn(ctx, tx, call)
+	if err != nil || res.Failed || !inCall {
+		if err == nil && !res.Failed {
+			if cerr := tx.Commit(ctx); cerr != nil {
+				return executor.Result{}, s.translate("commit", cerr)
+			}
+			committed = true
+		}
+		return res, err
+	}
+	out := store.Outcome{Kind: store.KindSuccess, Result: res.Output}
+	if info.Claim.Token > 0 {
+		_, err = s.CompleteTx(ctx, tx, info.Claim, out)
+	} else {
+		_, _, err = s.PutTx(ctx, tx, info.Scope, info.Entry(), out, store.WriteOptions{ScopeTTL: info.ScopeTTL})
+	}
+	if err != nil {
+		return executor.Result{}, err
+	}
+	committed = true // from here on, never roll back: the commit may have gone through
+	if cerr := tx.Commit(ctx); cerr != nil {
+		switch s.settleCommit(ctx, info, cerr) {
+		case commitFailed:
+			return executor.Result{}, s.translate("commit", cerr)
+		case commitUnknown:
+			return executor.Result{}, fmt.Errorf("idemstore: commit: %w: %w", executor.ErrOutcomeUnknown, s.translate("commit", cerr))
+		}
+	}
+	res.Stored = true
+	return res, nil
+}
+
+// commitState is what a failed commit turned out to be.
+type commitState uint8
+
+const (
+	commitFailed commitState = iota
+	commitDone
+	commitUnknown
+)
+
+// settleCommit settles a commit that failed with err. A commit the server
+// refused did not happen. One whose acknowledgement was lost is settled by
+// reading the record back under the call's claim: completed under its token
+// means committed (the tool's write, in the same transaction, too); still
+// pending means not. Without a claim (probe-then-store) a record cannot
+// tell whose it is, and a failed read tells nothing: the outcome is unknown.
+func (s *Store) settleCommit(ctx context.Context, info executor.CallInfo, err error) commitState {
+	if !mayHaveApplied(err) {
+		return commitFailed
+	}
+	if info.Claim.Token <= 0 {
+		return commitUnknown
+	}
+	rec, _, found, rerr := s.readRecord(context.WithoutCancel(ctx), info.Scope, info.Key)
+	switch {
+	case rerr != nil:
+		return commitUnknown
+	case found && rec.Token == info.Claim.Token && rec.Status == store.StatusCompleted:
+		return commitDone
+	}
+	return commitFailed
+}
