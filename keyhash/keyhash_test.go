@@ -3,11 +3,9 @@ package keyhash
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/idemstore/idemstore/contract"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -111,54 +109,4 @@ func TestDownstreamKeyDependsOnScopeAndKeyOnly(t *testing.T) {
 	require.Equal(t, DownstreamKey("run-1", k1), DownstreamKey("run-1", k1))
 	require.NotEqual(t, DownstreamKey("run-1", k1), DownstreamKey("run-2", k1))
 	require.NotEqual(t, DownstreamKey("run-1", k1), DownstreamKey("run-1", k2))
-}
-
-func TestCheckToolAndInvocationID(t *testing.T) {
-	t.Parallel()
-	var lim contract.Limits
-	require.NoError(t, lim.CheckTool("send_mail"))
-	require.NoError(t, lim.CheckTool(strings.Repeat("t", contract.DefaultMaxToolBytes)))
-	require.NoError(t, lim.CheckInvocationID("call_01HZX"))
-	require.NoError(t, lim.CheckInvocationID("é😀"))
-	require.NoError(t, lim.CheckInvocationID(strings.Repeat("i", contract.DefaultMaxInvocationIDBytes)))
-
-	for _, tc := range []struct {
-		name    string
-		err     error
-		field   string
-		problem string
-	}{
-		{"empty tool", lim.CheckTool(""), "tool", "empty"},
-		{"empty id", lim.CheckInvocationID(""), "invocation id", "empty"},
-		{"tool not UTF-8", lim.CheckTool("a\xffb"), "tool", "invalid UTF-8"},
-		{"id not UTF-8", lim.CheckInvocationID("\xc0\x80"), "invocation id", "invalid UTF-8"},
-		{"tool with NUL", lim.CheckTool("a\x00b"), "tool", "contains a NUL byte"},
-		{"id with NUL", lim.CheckInvocationID("\x00"), "invocation id", "contains a NUL byte"},
-	} {
-		var ie *contract.InputError
-		require.ErrorAs(t, tc.err, &ie, tc.name)
-		require.ErrorIs(t, tc.err, contract.ErrInvalidInput, tc.name)
-		require.Equal(t, tc.field, ie.Field, tc.name)
-		require.Equal(t, tc.problem, ie.Problem, tc.name)
-		require.EqualError(t, tc.err, "idemstore: invalid input: "+tc.field+": "+tc.problem, tc.name)
-	}
-
-	for _, tc := range []struct {
-		err   error
-		limit string
-		value int
-		max   int
-	}{
-		{lim.CheckTool(strings.Repeat("t", contract.DefaultMaxToolBytes+1)), "MaxToolBytes", contract.DefaultMaxToolBytes + 1, contract.DefaultMaxToolBytes},
-		{lim.CheckInvocationID(strings.Repeat("i", contract.DefaultMaxInvocationIDBytes+1)), "MaxInvocationIDBytes", contract.DefaultMaxInvocationIDBytes + 1, contract.DefaultMaxInvocationIDBytes},
-		{contract.Limits{MaxToolBytes: 3}.CheckTool("abcd"), "MaxToolBytes", 4, 3},
-		{contract.Limits{MaxInvocationIDBytes: 2}.CheckInvocationID("é😀"), "MaxInvocationIDBytes", 6, 2},
-	} {
-		var le *contract.LimitError
-		require.ErrorAs(t, tc.err, &le)
-		require.ErrorIs(t, tc.err, contract.ErrTooLarge)
-		require.False(t, errors.Is(tc.err, contract.ErrInvalidInput))
-		require.Equal(t, contract.LimitError{Limit: tc.limit, Value: tc.value, Max: tc.max}, *le)
-	}
-	require.NoError(t, contract.Limits{MaxToolBytes: 3}.CheckTool("abc"))
 }

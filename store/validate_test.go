@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -11,36 +13,14 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
-	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
-
-func TestScopeChecksNameTheProblem(t *testing.T) {
-	t.Parallel()
-	var lim store.Limits
-	require.NoError(t, lim.CheckScope("run-1"))
-
-	var in *store.InputError
-	for scope, problem := range map[string]string{"": "empty", "a\xffb": "invalid UTF-8", "a\x00b": "contains a NUL byte"} {
-		err := lim.CheckScope(scope)
-		require.ErrorAs(t, err, &in, "scope %q", scope)
-		require.Equal(t, problem, in.Problem)
-		require.ErrorIs(t, err, store.ErrInvalidInput)
-	}
-
-	var le *store.LimitError
-	err := lim.CheckScope(strings.Repeat("s", 10_000))
-	require.ErrorAs(t, err, &le)
-	require.Equal(t, store.LimitError{Limit: "MaxScopeBytes", Value: 10_000, Max: contract.DefaultMaxScopeBytes}, *le)
-	require.ErrorIs(t, err, store.ErrTooLarge)
-	require.NoError(t, store.Limits{MaxScopeBytes: 10_000}.CheckScope(strings.Repeat("s", 10_000)))
-}
 
 func TestEntryAndOutcomeChecks(t *testing.T) {
 	t.Parallel()
 	var lim store.Limits
 	good := store.Entry{Key: keyhash.IDKey("a"), Fingerprint: keyhash.Fingerprint("t", []byte("{}")), Tool: "t"}
-	require.NoError(t, lim.CheckEntry(good))
+	require.NoError(t, store.CheckEntry(lim, good))
 
 	for name, e := range map[string]store.Entry{
 		"zero key":         {Fingerprint: good.Fingerprint, Tool: "t"},
@@ -48,14 +28,14 @@ func TestEntryAndOutcomeChecks(t *testing.T) {
 		"empty tool":       {Key: good.Key, Fingerprint: good.Fingerprint},
 		"NUL in tool":      {Key: good.Key, Fingerprint: good.Fingerprint, Tool: "a\x00"},
 	} {
-		require.ErrorIs(t, lim.CheckEntry(e), store.ErrInvalidInput, name)
+		require.ErrorIs(t, store.CheckEntry(lim, e), store.ErrInvalidInput, name)
 	}
-	require.ErrorIs(t, lim.CheckEntry(store.Entry{Key: good.Key, Fingerprint: good.Fingerprint, Tool: strings.Repeat("t", 1000)}), store.ErrTooLarge)
+	require.ErrorIs(t, store.CheckEntry(lim, store.Entry{Key: good.Key, Fingerprint: good.Fingerprint, Tool: strings.Repeat("t", 1000)}), store.ErrTooLarge)
 
-	require.NoError(t, lim.CheckOutcome(store.Outcome{Kind: store.KindSuccess, Result: nil}))
-	require.ErrorIs(t, lim.CheckOutcome(store.Outcome{Kind: 9}), store.ErrInvalidInput)
+	require.NoError(t, store.CheckOutcome(lim, store.Outcome{Kind: store.KindSuccess, Result: nil}))
+	require.ErrorIs(t, store.CheckOutcome(lim, store.Outcome{Kind: 9}), store.ErrInvalidInput)
 	var le *store.LimitError
-	require.ErrorAs(t, lim.CheckOutcome(store.Outcome{Kind: store.KindPermanentFailure, Result: make([]byte, contract.DefaultMaxResultBytes+1)}), &le)
+	require.ErrorAs(t, store.CheckOutcome(lim, store.Outcome{Kind: store.KindPermanentFailure, Result: make([]byte, contract.DefaultMaxResultBytes+1)}), &le)
 	require.Equal(t, "MaxResultBytes", le.Limit)
 
 	require.ErrorIs(t, store.CheckDuration("lease", 0), store.ErrInvalidInput)
@@ -82,7 +62,6 @@ func TestTypedErrorsMatchTheirSentinels(t *testing.T) {
 		&store.InFlightError{}:                          store.ErrInFlight,
 		&store.MismatchError{}:                          store.ErrFingerprintMismatch,
 		&store.LeaseLostError{}:                         store.ErrLeaseLost,
-		&schema.NotMigratedError{Command: "migrate up"}: schema.ErrNotMigrated,
 		&store.UnavailableError{Op: "get", Err: driver}: store.ErrUnavailable,
 		&store.CompletedError{}:                         store.ErrAlreadyCompleted,
 		&store.LimitError{}:                             store.ErrTooLarge,
@@ -93,7 +72,6 @@ func TestTypedErrorsMatchTheirSentinels(t *testing.T) {
 		require.NotEmpty(t, err.Error())
 	}
 	require.ErrorIs(t, &store.UnavailableError{Op: "get", Err: driver}, driver, "the driver's error stays reachable")
-	require.Contains(t, (&schema.NotMigratedError{Schema: "s", Command: "migrate -schema s up"}).Error(), "migrate -schema s up")
 }
 
 func TestAttentionQueryChecks(t *testing.T) {
@@ -102,6 +80,28 @@ func TestAttentionQueryChecks(t *testing.T) {
 	q := store.AttentionQuery{}.WithDefaults()
 	require.NoError(t, q.Check(lim))
 	require.ErrorIs(t, store.AttentionQuery{StuckAfter: -1}.Check(lim), store.ErrInvalidInput)
+	require.ErrorIs(t, store.AttentionQuery{StuckAfter: math.MaxInt64}.Check(lim), store.ErrInvalidInput)
+	require.NoError(t, store.AttentionQuery{StuckAfter: store.MaxDuration}.Check(lim))
 	require.ErrorIs(t, store.AttentionQuery{Limit: store.MaxAttentionLimit + 1}.Check(lim), store.ErrTooLarge)
 	require.ErrorIs(t, store.AttentionQuery{Scope: "a\x00"}.Check(lim), store.ErrInvalidInput)
+}
+
+func TestWriteChecksRefuseBadBatchesAndTTLs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var lim store.Limits
+	e := store.Entry{Key: keyhash.IDKey("a"), Fingerprint: keyhash.Fingerprint("t", []byte("{}")), Tool: "t"}
+	require.NoError(t, store.CheckWrite(ctx, lim, "run-1", store.WriteOptions{}, e))
+	require.ErrorIs(t, store.CheckWrite(ctx, lim, "run-1", store.WriteOptions{ScopeTTL: -1}, e), store.ErrInvalidInput)
+	require.ErrorIs(t, store.CheckWrite(ctx, lim, "run-1", store.WriteOptions{ScopeTTL: math.MaxInt64}, e), store.ErrInvalidInput)
+	var nilCtx context.Context
+	require.ErrorIs(t, store.CheckWrite(nilCtx, lim, "run-1", store.WriteOptions{}, e), store.ErrInvalidInput)
+	require.NoError(t, store.CheckDistinct([]store.Entry{e}))
+	require.ErrorIs(t, store.CheckDistinct([]store.Entry{e, e}), store.ErrInvalidInput)
+	require.Equal(t, time.Hour, store.WriteOptions{}.TTL(time.Hour))
+	require.Equal(t, time.Minute, store.WriteOptions{ScopeTTL: time.Minute}.TTL(time.Hour))
+	var ll *store.LeaseLostError
+	require.ErrorAs(t, store.CheckClaim(ctx, lim, store.Claim{Scope: "run-1", Key: e.Key, Token: 0}), &ll)
+	require.ErrorIs(t, store.CheckFingerprint("run-1", e, store.Record{Fingerprint: keyhash.Fingerprint("u", []byte("{}"))}), store.ErrFingerprintMismatch)
+	require.NoError(t, store.CheckFingerprint("run-1", e, store.Record{Fingerprint: e.Fingerprint}))
 }

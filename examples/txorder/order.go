@@ -89,7 +89,7 @@ var _ executor.Executor = (*OrderTool)(nil)
 // store.ErrLeaseLost, and this holder's order is rolled back with it. Bad
 // arguments are a permanent failure, and nothing is written.
 func (t *OrderTool) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
-	schema, err := t.check()
+	schemaName, err := t.check()
 	if err != nil {
 		return executor.Result{}, err
 	}
@@ -105,7 +105,7 @@ func (t *OrderTool) Execute(ctx context.Context, call executor.Call) (executor.R
 	var out []byte
 	err = pgx.BeginFunc(ctx, t.Pool, func(tx pgx.Tx) error {
 		o := Order{Customer: args.Customer, Item: args.Item, Quantity: args.Quantity}
-		if err := tx.QueryRow(ctx, fmt.Sprintf(insertOrderSQL, pgx.Identifier{schema}.Sanitize()),
+		if err := tx.QueryRow(ctx, fmt.Sprintf(insertOrderSQL, pgx.Identifier{schemaName}.Sanitize()),
 			args.Customer, args.Item, args.Quantity, info.Scope, info.Key[:], info.Claim.Token,
 		).Scan(&o.ID); err != nil {
 			return fmt.Errorf("insert the order: %w", err)

@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -85,9 +86,10 @@ func TestNewRejectsNonsenseConfig(t *testing.T) {
 		"negative scope limit":   {Limits: store.Limits{MaxScopeBytes: -1}},
 		"negative tool limit":    {Limits: store.Limits{MaxToolBytes: -1}},
 		"bytes below one record": {MaxBytes: contract.DefaultMaxResultBytes},
+		"ttl over MaxDuration":   {DefaultScopeTTL: math.MaxInt64},
 	} {
 		_, err := memstore.New(&cfg)
-		var ce *memstore.ConfigError
+		var ce *store.ConfigError
 		require.ErrorAs(t, err, &ce, name)
 		require.ErrorIs(t, err, store.ErrInvalidInput, name)
 	}
@@ -228,4 +230,21 @@ func TestReleaseKeepsNoCauseWithoutRoomForIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "short", res.Record.LastError)
 	requireAccountingTrue(t, b.store)
+}
+
+func TestSystemClockTimers(t *testing.T) {
+	t.Parallel()
+	c := memstore.SystemClock()
+	for _, at := range []time.Time{c.Now().Add(20 * time.Millisecond), c.Now().Add(-time.Second)} {
+		tm := c.TimerAt(at)
+		select {
+		case <-tm.C():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a system-clock timer did not fire")
+		}
+		require.False(t, tm.Stop())
+		require.False(t, c.Now().Before(at))
+	}
+	pending := c.TimerAt(c.Now().Add(time.Hour))
+	require.True(t, pending.Stop())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -51,7 +52,7 @@ func TestSchemaNameInjectionIsRejected(t *testing.T) {
 		st, err := pgstore.New(t.Context(), pool, &pgstore.Config{Schema: schema})
 		require.Nil(t, st, schema)
 		require.ErrorIs(t, err, store.ErrInvalidInput, schema)
-		var ce *pgstore.ConfigError
+		var ce *store.ConfigError
 		require.ErrorAs(t, err, &ce, schema)
 		require.Equal(t, "Schema", ce.Field)
 	}
@@ -65,19 +66,19 @@ func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, empty := pgtest.NewEmptySchema(t)
-	for _, schema := range []string{empty, "no_such_schema_anywhere"} {
-		_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
-		require.ErrorIs(t, err, schema.ErrNotMigrated, schema)
+	for _, name := range []string{empty, "no_such_schema_anywhere"} {
+		_, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: name})
+		require.ErrorIs(t, err, schema.ErrNotMigrated, name)
 		var se *schema.NotMigratedError
 		require.ErrorAs(t, err, &se)
-		require.Equal(t, schema, se.Schema)
+		require.Equal(t, name, se.Schema)
 		require.Equal(t, schema.Latest, se.Want)
-		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+schema+" up", se.Command)
+		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -name "+name+" up", se.Command)
 	}
 
-	pool, schema := newSchema(t)
-	st := openStore(t, pool, schema, nil)
-	_, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{schema, "idem_records"}.Sanitize())
+	pool, name := newSchema(t)
+	st := openStore(t, pool, name, nil)
+	_, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{name, "idem_records"}.Sanitize())
 	require.NoError(t, err)
 	_, err = st.Get(ctx, "run", keyhash.IDKey("id"))
 	require.ErrorIs(t, err, schema.ErrNotMigrated)
@@ -214,7 +215,7 @@ func TestNewRejectsNonsenseRetryAndPoolSettings(t *testing.T) {
 	} {
 		cfg.Schema = schema
 		_, err := pgstore.New(context.Background(), pool, &cfg)
-		var ce *pgstore.ConfigError
+		var ce *store.ConfigError
 		require.ErrorAs(t, err, &ce, field)
 		require.Equal(t, field, ce.Field)
 		require.ErrorIs(t, err, store.ErrInvalidInput)

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/storetest"
 )
 
@@ -12,8 +11,7 @@ import (
 // the database's, so Advance really waits.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, storetest.Harness{
-		NewStore: func(t *testing.T) store.Store { return newStore(t, nil) },
-		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
+	storetest.Run(t, func(t *testing.T) storetest.Bundle {
+		return storetest.Bundle{Store: newStore(t, nil), Advance: time.Sleep}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -51,18 +50,5 @@ func TestRetryableAndMayHaveAppliedClassifyEveryFailure(t *testing.T) {
 		require.Equal(t, tc.ifNotApplied, retryable(tc.err, rerunIfNotApplied), "%s: retryable if not applied", tc.name)
 		require.Equal(t, tc.always, retryable(tc.err, rerunAlways), "%s: retryable always", tc.name)
 		require.Equal(t, tc.mayHaveApplied, mayHaveApplied(tc.err), "%s: may have applied", tc.name)
-	}
-}
-
-// Backoff delays grow by doubling up to the cap, each jittered between half
-// and all of its scheduled value.
-func TestBackoffIsCappedAndJittered(t *testing.T) {
-	t.Parallel()
-	b := backoff{next: 100 * time.Millisecond, max: 400 * time.Millisecond}
-	for i, sched := range []time.Duration{100, 200, 400, 400, 400} {
-		sched *= time.Millisecond
-		d := b.step()
-		require.GreaterOrEqual(t, d, sched/2, "retry %d", i+1)
-		require.LessOrEqual(t, d, sched, "retry %d", i+1)
 	}
 }

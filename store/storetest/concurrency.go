@@ -13,8 +13,8 @@ import (
 
 // N goroutines running the claim, wait, complete loop for one key execute
 // the call exactly once, and all of them end with the same bytes.
-func testOneExecutionForNGoroutinesOnOneKey(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testOneExecutionForNGoroutinesOnOneKey(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	const n = 32
 	e := call("id", `{"to":"everyone"}`)
 

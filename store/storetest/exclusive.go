@@ -15,8 +15,8 @@ import (
 
 // Claim on a new key grants a claim with a lease and a fencing token; the
 // pending record blocks other callers and is not a replayable outcome.
-func testClaimGrantsLeaseAndToken(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testClaimGrantsLeaseAndToken(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e, other := call("id-1", `{}`), call("id-2", `{}`)
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
@@ -46,8 +46,8 @@ func testClaimGrantsLeaseAndToken(t *testing.T, h Harness) {
 
 // Complete with the current token stores the outcome; every later caller
 // replays it.
-func testCompleteStoresOutcome(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testCompleteStoresOutcome(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -78,8 +78,8 @@ func testCompleteStoresOutcome(t *testing.T, h Harness) {
 // the call with a new token; the released claim is dead. The record keeps
 // the attempt count and the failure for operators: the next claim is
 // attempt 2, not a takeover, and sees the cause as LastError.
-func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testReleaseLetsNextCallerRun(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -110,8 +110,8 @@ func testReleaseLetsNextCallerRun(t *testing.T, h Harness) {
 // find it, Claim grants a claim over it, Put stores over it, Wait on it
 // returns at once, and a call with other arguments under the same
 // invocation id is not refused by it. It goes with its scope.
-func testReleasedRecordIsNeverReplayed(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testReleasedRecordIsNeverReplayed(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	claimed, put1, other := call("claimed", `{"a":1}`), call("put", `{}`), call("claimed", `{"a":2}`)
 	for _, e := range []store.Entry{claimed, put1} {
 		c := claim(ctx, t, s, "run", e, longLease, noOpts)
@@ -147,7 +147,7 @@ func testReleasedRecordIsNeverReplayed(t *testing.T, h Harness) {
 	gone := call("gone", `{}`)
 	c := claim(ctx, t, s, "short", gone, longLease, ttl(shortTTL))
 	require.NoError(t, s.Release(ctx, c, "failed"))
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	n, err := s.RemoveExpired(ctx, 100)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the released record of the expired scope")
@@ -163,8 +163,8 @@ func testReleasedRecordIsNeverReplayed(t *testing.T, h Harness) {
 // Every claim granted on a call counts as an attempt, whether it follows a
 // release or a takeover; the record keeps the latest release's cause
 // (sanitised) and when the latest claim was granted.
-func testAttemptsCountEveryClaim(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testAttemptsCountEveryClaim(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	first := claim(ctx, t, s, "run", e, longLease, noOpts)
 	require.Equal(t, 1, first.Attempt)
@@ -172,7 +172,7 @@ func testAttemptsCountEveryClaim(t *testing.T, h Harness) {
 
 	second := claim(ctx, t, s, "run", e, shortLease, noOpts)
 	require.Equal(t, 2, second.Attempt)
-	h.Advance(t, pastShort) // the second holder dies
+	b.Advance(pastShort) // the second holder dies
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
@@ -200,8 +200,8 @@ func testAttemptsCountEveryClaim(t *testing.T, h Harness) {
 
 // Renew extends the lease from now, so a long-running call is not taken
 // over; the token stays the same.
-func testRenewExtendsLease(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testRenewExtendsLease(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, shortLease, noOpts)
 
@@ -211,7 +211,7 @@ func testRenewExtendsLease(t *testing.T, h Harness) {
 	require.Equal(t, c.Attempt, renewed.Attempt)
 	require.True(t, renewed.LeaseUntil.After(c.LeaseUntil))
 
-	h.Advance(t, pastShort) // past the first lease, well inside the renewed one
+	b.Advance(pastShort) // past the first lease, well inside the renewed one
 
 	rec := requireInFlight(ctx, t, s, "run", e, c.Token)
 	require.True(t, rec.LeaseUntil.Equal(renewed.LeaseUntil))
@@ -221,10 +221,10 @@ func testRenewExtendsLease(t *testing.T, h Harness) {
 }
 
 // takeOver lets c's lease end and takes the key over with a new claim.
-func takeOver(t *testing.T, h Harness, s store.Store, e store.Entry, c store.Claim) store.Claim {
+func takeOver(t *testing.T, b Bundle, s store.Store, e store.Entry, c store.Claim) store.Claim {
 	t.Helper()
 	ctx := testContext(t)
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	res, err := s.Claim(ctx, c.Scope, e, longLease, noOpts)
 	require.NoError(t, err)
 	require.Equal(t, store.ClaimGranted, res.State)
@@ -234,11 +234,11 @@ func takeOver(t *testing.T, h Harness, s store.Store, e store.Entry, c store.Cla
 
 // A holder whose lease was taken over cannot store its outcome (fencing):
 // it gets ErrLeaseLost, and the new holder's outcome is the one kept.
-func testStaleTokenCannotComplete(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testStaleTokenCannotComplete(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	stale := claim(ctx, t, s, "run", e, shortLease, noOpts)
-	current := takeOver(t, h, s, e, stale)
+	current := takeOver(t, b, s, e, stale)
 
 	_, err := s.Complete(ctx, stale, success("stale"))
 	requireLeaseLost(t, err, stale)
@@ -263,11 +263,11 @@ func testStaleTokenCannotComplete(t *testing.T, h Harness) {
 
 // A stale holder can neither release nor renew the claim that replaced its
 // own; the current holder is unaffected.
-func testStaleTokenCannotReleaseOrRenew(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testStaleTokenCannotReleaseOrRenew(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	stale := claim(ctx, t, s, "run", e, shortLease, noOpts)
-	current := takeOver(t, h, s, e, stale)
+	current := takeOver(t, b, s, e, stale)
 
 	requireLeaseLost(t, s.Release(ctx, stale, "stale failure"), stale)
 	_, err := s.Renew(ctx, stale, longLease)
@@ -283,13 +283,13 @@ func testStaleTokenCannotReleaseOrRenew(t *testing.T, h Harness) {
 // A claim whose lease ended without an outcome is taken over by the next
 // caller with a new token, flagged as an unknown earlier outcome; a live
 // lease is never taken over.
-func testExpiredLeaseIsTakenOverWithNewToken(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testExpiredLeaseIsTakenOverWithNewToken(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	first := claim(ctx, t, s, "run", e, shortLease, noOpts)
 	requireInFlight(ctx, t, s, "run", e, first.Token)
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
 	require.NoError(t, err)
@@ -309,8 +309,8 @@ func testExpiredLeaseIsTakenOverWithNewToken(t *testing.T, h Harness) {
 // A key stored or claimed for one call refuses a call with another
 // fingerprint (an invocation id reused with other arguments), by Put and by
 // Claim, and the record stays as it was.
-func testFingerprintMismatchIsRefusedAndChangesNothing(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testFingerprintMismatchIsRefusedAndChangesNothing(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	stored, storedOther := call("id-stored", `{"to":"a"}`), call("id-stored", `{"to":"b"}`)
 	pending, pendingOther := call("id-pending", `{"to":"a"}`), call("id-pending", `{"to":"b"}`)
 	put(ctx, t, s, "run", stored, success("a"), noOpts)
@@ -345,7 +345,7 @@ func testFingerprintMismatchIsRefusedAndChangesNothing(t *testing.T, h Harness) 
 	// An expired claim is not taken over by a call with another fingerprint.
 	abandoned, abandonedOther := call("id-abandoned", `{"to":"a"}`), call("id-abandoned", `{"to":"b"}`)
 	first := claim(ctx, t, s, "run", abandoned, shortLease, noOpts)
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	_, err = s.Claim(ctx, "run", abandonedOther, longLease, noOpts)
 	requireMismatch(err, abandoned, abandonedOther)
 	res, err := s.Claim(ctx, "run", abandoned, longLease, noOpts)

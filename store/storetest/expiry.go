@@ -14,8 +14,8 @@ import (
 
 // Once its scope has expired a record is never replayed, even before
 // cleanup has removed it; the key is free for a new run of the scope.
-func testExpiredRecordsAreNeverReplayed(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testExpiredRecordsAreNeverReplayed(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	byPut, byClaim := call("put", `{}`), call("claim", `{}`)
 	old := put(ctx, t, s, "run", byPut, success("old put"), ttl(shortTTL))
 	c := claim(ctx, t, s, "run", byClaim, longLease, noOpts)
@@ -23,7 +23,7 @@ func testExpiredRecordsAreNeverReplayed(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	requireResult(ctx, t, s, "run", byPut, "old put")
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	for _, e := range []store.Entry{byPut, byClaim} {
 		requireNotFound(ctx, t, s, "run", e)
@@ -48,8 +48,8 @@ func testExpiredRecordsAreNeverReplayed(t *testing.T, h Harness) {
 
 // All records of a scope share one expiry, set by the write that starts the
 // scope; later writes with another TTL do not change it.
-func testAllRecordsOfAScopeExpireTogether(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testAllRecordsOfAScopeExpireTogether(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	first, second, third := call("first", `{}`), call("second", `{}`), call("third", `{}`)
 
 	r1 := put(ctx, t, s, "run", first, success("1"), ttl(shortTTL))
@@ -63,7 +63,7 @@ func testAllRecordsOfAScopeExpireTogether(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.True(t, r1.ExpiresAt.Equal(r3.ExpiresAt))
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	for _, e := range []store.Entry{first, second, third} {
 		requireNotFound(ctx, t, s, "run", e)
@@ -72,8 +72,8 @@ func testAllRecordsOfAScopeExpireTogether(t *testing.T, h Harness) {
 
 // ExtendScope moves the expiry of every record of a scope to now + ttl,
 // longer or shorter; extending a scope with no records is not an error.
-func testExtendScopeKeepsRecordsAlive(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testExtendScopeKeepsRecordsAlive(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	done, pending := call("done", `{}`), call("pending", `{}`)
 	before := put(ctx, t, s, "run", done, success("kept"), ttl(shortTTL))
 	c := claim(ctx, t, s, "run", pending, longLease, noOpts)
@@ -84,7 +84,7 @@ func testExtendScopeKeepsRecordsAlive(t *testing.T, h Harness) {
 	require.NoError(t, s.ExtendScope(ctx, "no-such-run", longTTL))
 	requireNotFound(ctx, t, s, "no-such-run", done)
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	requireResult(ctx, t, s, "run", done, "kept")
 	rec, err := s.Complete(ctx, c, success("late"))
@@ -94,18 +94,18 @@ func testExtendScopeKeepsRecordsAlive(t *testing.T, h Harness) {
 
 	// Extending sets the expiry; it can shorten it too.
 	require.NoError(t, s.ExtendScope(ctx, "run", shortTTL))
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	requireNotFound(ctx, t, s, "run", done)
 	requireNotFound(ctx, t, s, "run", pending)
 }
 
 // ExtendScope on a scope that has already expired does not bring its
 // records back: an expired outcome is never replayed.
-func testExtendScopeDoesNotReviveAnExpiredScope(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testExtendScopeDoesNotReviveAnExpiredScope(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	put(ctx, t, s, "run", e, success("old"), ttl(shortTTL))
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	require.NoError(t, s.ExtendScope(ctx, "run", longTTL))
 	requireNotFound(ctx, t, s, "run", e)
@@ -116,11 +116,11 @@ func testExtendScopeDoesNotReviveAnExpiredScope(t *testing.T, h Harness) {
 
 // DeleteScope removes every record of a scope at once, live claims
 // included, and nothing of any other scope.
-func testDeleteScopeRemovesEverything(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
-	a, b, live := call("a", `{}`), call("b", `{}`), call("live", `{}`)
+func testDeleteScopeRemovesEverything(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	a, b2, live := call("a", `{}`), call("b", `{}`), call("live", `{}`)
 	put(ctx, t, s, "run", a, success("a"), noOpts)
-	put(ctx, t, s, "run", b, success("b"), noOpts)
+	put(ctx, t, s, "run", b2, success("b"), noOpts)
 	c := claim(ctx, t, s, "run", live, longLease, noOpts)
 	put(ctx, t, s, "other", a, success("other a"), noOpts)
 
@@ -129,7 +129,7 @@ func testDeleteScopeRemovesEverything(t *testing.T, h Harness) {
 	require.Equal(t, 3, n)
 
 	requireNotFound(ctx, t, s, "run", a)
-	requireNotFound(ctx, t, s, "run", b)
+	requireNotFound(ctx, t, s, "run", b2)
 	_, err = s.Complete(ctx, c, success("too late"))
 	requireLeaseLost(t, err, c)
 	requireNotFound(ctx, t, s, "run", live)
@@ -145,7 +145,7 @@ func testDeleteScopeRemovesEverything(t *testing.T, h Harness) {
 }
 
 // putMany stores n completed records in scope.
-func putMany(t *testing.T, h Harness, s store.Store, scope string, n int, opts store.WriteOptions) []store.Entry {
+func putMany(t *testing.T, b Bundle, s store.Store, scope string, n int, opts store.WriteOptions) []store.Entry {
 	t.Helper()
 	ctx := testContext(t)
 	entries := make([]store.Entry, n)
@@ -158,17 +158,17 @@ func putMany(t *testing.T, h Harness, s store.Store, scope string, n int, opts s
 
 // Cleanup removes expired records in batches of at most the given size, and
 // returns fewer than that only when it is done; live scopes are untouched.
-func testCleanupRemovesExpiredInBatches(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
-	putMany(t, h, s, "old-1", 25, ttl(shortTTL))
-	putMany(t, h, s, "old-2", 5, ttl(shortTTL))
-	live := putMany(t, h, s, "live", 3, noOpts)
+func testCleanupRemovesExpiredInBatches(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	putMany(t, b, s, "old-1", 25, ttl(shortTTL))
+	putMany(t, b, s, "old-2", 5, ttl(shortTTL))
+	live := putMany(t, b, s, "live", 3, noOpts)
 
 	n, err := s.RemoveExpired(ctx, 10)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing has expired yet")
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	var batches []int
 	total := 0
@@ -196,14 +196,14 @@ func testCleanupRemovesExpiredInBatches(t *testing.T, h Harness) {
 // Cleanup never removes a pending record whose lease is live, even when its
 // scope has expired: the holder can still complete, and nobody else runs
 // the call meanwhile. Abandoned claims (lease ended) of expired scopes go.
-func testCleanupNeverRemovesLiveClaims(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testCleanupNeverRemovesLiveClaims(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	done, live, abandoned := call("done", `{}`), call("live", `{}`), call("abandoned", `{}`)
 	put(ctx, t, s, "run", done, success("x"), ttl(shortTTL))
 	c := claim(ctx, t, s, "run", live, longLease, noOpts)
 	claim(ctx, t, s, "run", abandoned, shortLease, noOpts)
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 
 	n, err := s.RemoveExpired(ctx, 100)
 	require.NoError(t, err)
@@ -219,14 +219,14 @@ func testCleanupNeverRemovesLiveClaims(t *testing.T, h Harness) {
 }
 
 // Several cleaners at once remove every expired record exactly once.
-func testConcurrentCleanersAreSafe(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testConcurrentCleanersAreSafe(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	const scopes, perScope, cleaners, batch = 4, 40, 8, 7
 	for i := range scopes {
-		putMany(t, h, s, fmt.Sprintf("old-%d", i), perScope, ttl(shortTTL))
+		putMany(t, b, s, fmt.Sprintf("old-%d", i), perScope, ttl(shortTTL))
 	}
-	live := putMany(t, h, s, "live", 5, noOpts)
-	h.Advance(t, pastShort)
+	live := putMany(t, b, s, "live", 5, noOpts)
+	b.Advance(pastShort)
 
 	var (
 		wg    sync.WaitGroup

@@ -15,9 +15,9 @@ import (
 // inspector returns h's store as a store.Inspector. A store that does not
 // implement the optional interface has nothing to check here: the subtest
 // says so and skips.
-func inspector(t *testing.T, h Harness) (store.Store, store.Inspector) {
+func inspector(t *testing.T, b Bundle) (store.Store, store.Inspector) {
 	t.Helper()
-	s := h.NewStore(t)
+	s := b.Store
 	ins, ok := s.(store.Inspector)
 	if !ok {
 		t.Skipf("%T does not implement store.Inspector", s)
@@ -38,9 +38,9 @@ func problems(list []store.Attention) map[keyhash.Sum]store.Problem {
 // holder died (outcome unknown), claims held too long (stuck), and calls
 // released after failing often enough; never completed records, live fresh
 // claims, or records of expired scopes. It filters by scope and is bounded.
-func testInspectorListsRecordsNeedingAttention(t *testing.T, h Harness) {
+func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	ctx := testContext(t)
-	s, ins := inspector(t, h)
+	s, ins := inspector(t, b)
 	done, fresh := call("done", `{}`), call("fresh", `{}`)
 	abandoned, stuck := call("abandoned", `{}`), call("stuck", `{}`)
 	failing, failedOnce := call("failing", `{}`), call("failed-once", `{}`)
@@ -56,7 +56,7 @@ func testInspectorListsRecordsNeedingAttention(t *testing.T, h Harness) {
 	claim(ctx, t, s, "other", abandoned, shortLease, noOpts)
 	claim(ctx, t, s, "expired", abandoned, shortLease, ttl(shortTTL))
 
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	c = claim(ctx, t, s, "run", fresh, longLease, noOpts) // just claimed: fine
 	_, err := s.Renew(ctx, stuckClaim, longLease)         // renewed, but held since before
 	require.NoError(t, err)
@@ -128,9 +128,9 @@ func isInputOrLimit(err error) bool {
 // still runs, gets ErrLeaseLost; waiters wake and replay the operator's
 // outcome. A completed record is never overwritten, a stale token is
 // refused, and bad input changes nothing.
-func testInspectorResolveStoreFencesTheHolder(t *testing.T, h Harness) {
+func testInspectorResolveStoreFencesTheHolder(t *testing.T, b Bundle) {
 	ctx := testContext(t)
-	s, ins := inspector(t, h)
+	s, ins := inspector(t, b)
 	e, released := call("id", `{}`), call("released", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 	waiter := startWaiter(ctx, s, "run", e)
@@ -188,9 +188,9 @@ func testInspectorResolveStoreFencesTheHolder(t *testing.T, h Harness) {
 // holder (if it still runs) can neither complete nor renew, and the next
 // caller runs the call as a known failure (no takeover). Records of expired
 // scopes are not found.
-func testInspectorResolveReleaseLetsTheNextCallerRun(t *testing.T, h Harness) {
+func testInspectorResolveReleaseLetsTheNextCallerRun(t *testing.T, b Bundle) {
 	ctx := testContext(t)
-	s, ins := inspector(t, h)
+	s, ins := inspector(t, b)
 	e, dead := call("id", `{}`), call("dead", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -217,7 +217,7 @@ func testInspectorResolveReleaseLetsTheNextCallerRun(t *testing.T, h Harness) {
 	requireResult(ctx, t, s, "run", e, "sent again")
 
 	dc := claim(ctx, t, s, "short", dead, shortLease, ttl(shortTTL))
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	_, err = ins.ResolveRelease(ctx, "short", dead.Key, dc.Token, "too late")
 	require.ErrorIs(t, err, store.ErrNotFound, "an expired scope's records are gone for good")
 }

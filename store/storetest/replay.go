@@ -14,8 +14,8 @@ import (
 
 // The first stored outcome wins and is never overwritten, whichever way it
 // was stored.
-func testFirstWriteWins(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testFirstWriteWins(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id-1", `{"to":"a"}`)
 
 	first := put(ctx, t, s, "run", e, success("first"), noOpts)
@@ -46,8 +46,8 @@ func testFirstWriteWins(t *testing.T, h Harness) {
 }
 
 // Put leaves another caller's live claim alone and says so.
-func testPutLeavesALiveClaimAlone(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testPutLeavesALiveClaimAlone(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id-1", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -66,8 +66,8 @@ func testPutLeavesALiveClaimAlone(t *testing.T, h Harness) {
 
 // A replay hands back exactly the stored bytes: binary, not UTF-8, empty,
 // and as large as the default limit allows.
-func testReplayIsByteIdentical(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testReplayIsByteIdentical(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	big := make([]byte, contract.DefaultMaxResultBytes)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range big {
@@ -115,8 +115,8 @@ func testReplayIsByteIdentical(t *testing.T, h Harness) {
 
 // A permanent failure, once stored, is replayed as a failure: the kind is
 // kept beside the bytes.
-func testPermanentFailureOutcomeIsReplayedAsFailure(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testPermanentFailureOutcomeIsReplayedAsFailure(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	failure := store.Outcome{Kind: store.KindPermanentFailure, Result: []byte("422: address refused")}
 
 	pe := call("put", `{}`)
@@ -147,8 +147,8 @@ func testPermanentFailureOutcomeIsReplayedAsFailure(t *testing.T, h Harness) {
 
 // Outcomes are never shared across scopes: the same key in another run is
 // another record, even with other arguments.
-func testScopesAreIsolated(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testScopesAreIsolated(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id-1", `{"to":"a"}`)
 	other := call("id-1", `{"to":"b"}`) // same key, other fingerprint
 
@@ -181,8 +181,8 @@ func testScopesAreIsolated(t *testing.T, h Harness) {
 
 // GetMany returns the live completed records it finds and nothing else:
 // not pending records, not missing keys, not expired scopes.
-func testGetManyReturnsOnlyLiveCompleted(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testGetManyReturnsOnlyLiveCompleted(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	done1, done2 := call("done-1", `{}`), call("done-2", `{}`)
 	pending, missing := call("pending", `{}`), call("missing", `{}`)
 	put(ctx, t, s, "run", done1, success("one"), noOpts)
@@ -207,7 +207,7 @@ func testGetManyReturnsOnlyLiveCompleted(t *testing.T, h Harness) {
 	many, err = s.GetMany(ctx, "short-run", []keyhash.Sum{expired.Key})
 	require.NoError(t, err)
 	require.Len(t, many, 1, "live before its scope expires")
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	many, err = s.GetMany(ctx, "short-run", []keyhash.Sum{expired.Key})
 	require.NoError(t, err)
 	require.Empty(t, many, "an expired scope's records are never returned")

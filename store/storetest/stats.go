@@ -12,8 +12,8 @@ import (
 
 // Stats count what happened: lookups that hit or missed, claims answered by
 // an outcome, claims granted, waits, takeovers and refused mismatches.
-func testStatsCountHitsMissesClaimsWaitsTakeoversMismatches(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testStatsCountReplaysMissesClaimsWaitsTakeoversMismatches(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	stored, pending, abandoned := call("stored", `{"a":1}`), call("pending", `{}`), call("abandoned", `{}`)
 	other := call("stored", `{"a":2}`)
 	var want store.Stats
@@ -65,7 +65,7 @@ func testStatsCountHitsMissesClaimsWaitsTakeoversMismatches(t *testing.T, h Harn
 	claim(ctx, t, s, "run", abandoned, shortLease, noOpts)
 	want.Claims++
 	step("a second claim")
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	res, err = s.Claim(ctx, "run", abandoned, longLease, noOpts)
 	require.NoError(t, err)
 	require.True(t, res.TakenOver)

@@ -1,13 +1,18 @@
 // Package storetest is the conformance suite of store.Store: one subtest per
 // guarantee of the contract (docs/guarantees.md), run by the in-memory store,
-// the PostgreSQL store, and any store of your own:
+// the PostgreSQL store, and any store of your own, with one call:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, storetest.Harness{
-//			NewStore: func(t *testing.T) store.Store { ... a fresh, empty store ... },
-//			Advance:  func(t *testing.T, d time.Duration) { ... move its clock ... },
+//		storetest.Run(t, func(t *testing.T) storetest.Bundle {
+//			st := ... a fresh, empty, default-configured store for t ...
+//			return storetest.Bundle{Store: st, Advance: func(d time.Duration) { ... move its clock ... }}
 //		})
 //	}
+//
+// Every part of the contract is exercised: the call path (store.CallStore,
+// ClaimMany included), scope maintenance (store.ScopeStore), the counters,
+// the duration extremes every duration-taking operation must refuse or
+// honour, and store.Inspector when the store implements it.
 //
 // The suite uses only the store's default limits and durations that a real
 // clock can honour (leases and TTLs of about half a second, never relying on
@@ -28,15 +33,17 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// Harness is how the suite gets stores and moves their time.
-type Harness struct {
-	// NewStore returns a fresh, empty, default-configured store for the test
-	// t (for PostgreSQL: in its own schema). Each subtest calls it once.
-	NewStore func(t *testing.T) store.Store
-	// Advance moves the clock of the store that NewStore returned for t
-	// forward by at least d: a manual clock's Advance for an in-memory
-	// store, a real sleep for a store whose clock is a database's.
-	Advance func(t *testing.T, d time.Duration)
+// Bundle is everything one subtest needs, made fresh for it by the function
+// given to Run.
+type Bundle struct {
+	// Store is a fresh, empty, default-configured store (for PostgreSQL: in
+	// its own schema). If it implements store.Inspector, the Inspector
+	// subtests run too.
+	Store store.Store
+	// Advance moves Store's clock forward by at least d: a manual clock's
+	// Advance for an in-memory store, a real sleep for a store whose clock
+	// is a database's.
+	Advance func(d time.Duration)
 }
 
 // Durations chosen so that a real clock works: what must expire does so
@@ -59,7 +66,7 @@ const (
 
 type guarantee struct {
 	name string
-	test func(t *testing.T, h Harness)
+	test func(t *testing.T, b Bundle)
 }
 
 // guarantees lists every subtest, named for what it checks.
@@ -94,22 +101,28 @@ var guarantees = []guarantee{
 	{"WaitHonoursContext", testWaitHonoursContext},
 	{"FingerprintMismatchIsRefusedAndChangesNothing", testFingerprintMismatchIsRefusedAndChangesNothing},
 	{"LimitsAreCheckedBeforeAnyWrite", testLimitsAreCheckedBeforeAnyWrite},
+	{"DurationsAtTheExtremesAreRefusedOrHonoured", testDurationsAtTheExtremesAreRefusedOrHonoured},
+	{"ClaimManyDecidesEachEntryAsClaim", testClaimManyDecidesEachEntryAsClaim},
+	{"NilContextIsRefused", testNilContextIsRefused},
 	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
-	{"StatsCountHitsMissesClaimsWaitsTakeoversMismatches", testStatsCountHitsMissesClaimsWaitsTakeoversMismatches},
+	{"StatsCountReplaysMissesClaimsWaitsTakeoversMismatches", testStatsCountReplaysMissesClaimsWaitsTakeoversMismatches},
 	{"InspectorListsRecordsNeedingAttention", testInspectorListsRecordsNeedingAttention},
 	{"InspectorResolveStoreFencesTheHolder", testInspectorResolveStoreFencesTheHolder},
 	{"InspectorResolveReleaseLetsTheNextCallerRun", testInspectorResolveReleaseLetsTheNextCallerRun},
 }
 
-// Run runs every conformance subtest against stores made by h.
-func Run(t *testing.T, h Harness) {
+// Run runs every conformance subtest, each against the Bundle newBundle
+// makes for it.
+func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 	t.Helper()
-	require.NotNil(t, h.NewStore, "storetest: Harness.NewStore is required")
-	require.NotNil(t, h.Advance, "storetest: Harness.Advance is required")
+	require.NotNil(t, newBundle, "storetest: Run needs a function that makes a Bundle")
 	for _, g := range guarantees {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
-			g.test(t, h)
+			b := newBundle(t)
+			require.NotNil(t, b.Store, "storetest: Bundle.Store is required")
+			require.NotNil(t, b.Advance, "storetest: Bundle.Advance is required")
+			g.test(t, b)
 		})
 	}
 }

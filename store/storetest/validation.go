@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +26,8 @@ type badInput struct {
 // Every limit is checked before anything is written: bad input gives a
 // typed error naming the problem, leaves no record and no claim behind,
 // counts nothing, and never changes a stored record or a live claim.
-func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	valid := call("valid", `{}`)
 	held := call("held", `{}`)
 	c := claim(ctx, t, s, "run", held, longLease, noOpts)
@@ -112,7 +114,8 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, h Harness) {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"zero", 0}, {"negative", -time.Second}} {
+	}{{"zero", 0}, {"negative", -time.Second}, {"most negative", math.MinInt64},
+		{"over MaxDuration", store.MaxDuration + 1}, {"math.MaxInt64", math.MaxInt64}} {
 		cases = append(cases,
 			badInput{"Claim: " + d.name + " lease", func(ctx context.Context, s store.Store) error {
 				_, err := s.Claim(ctx, "run", valid, d.d, noOpts)
@@ -127,7 +130,33 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, h Harness) {
 			}, store.ErrInvalidInput, ""},
 		)
 	}
+	for _, d := range []time.Duration{-1, store.MaxDuration + time.Microsecond, math.MaxInt64} {
+		cases = append(cases,
+			badInput{fmt.Sprintf("Put: scope ttl %d", d), func(ctx context.Context, s store.Store) error {
+				_, _, err := s.Put(ctx, "run", valid, success("x"), store.WriteOptions{ScopeTTL: d})
+				return err
+			}, store.ErrInvalidInput, ""},
+			badInput{fmt.Sprintf("ClaimMany: scope ttl %d", d), func(ctx context.Context, s store.Store) error {
+				_, err := s.ClaimMany(ctx, "run", []store.Entry{valid}, longLease, store.WriteOptions{ScopeTTL: d})
+				return err
+			}, store.ErrInvalidInput, ""},
+		)
+	}
+	for _, b := range badEntries {
+		cases = append(cases, badInput{"ClaimMany: one entry with " + b.name, func(ctx context.Context, s store.Store) error {
+			_, err := s.ClaimMany(ctx, "run", []store.Entry{valid, b.e}, longLease, noOpts)
+			return err
+		}, b.is, b.limit})
+	}
 	cases = append(cases,
+		badInput{"ClaimMany: one key twice", func(ctx context.Context, s store.Store) error {
+			_, err := s.ClaimMany(ctx, "run", []store.Entry{valid, valid}, longLease, noOpts)
+			return err
+		}, store.ErrInvalidInput, ""},
+		badInput{"ClaimMany: zero lease", func(ctx context.Context, s store.Store) error {
+			_, err := s.ClaimMany(ctx, "run", []store.Entry{valid}, 0, noOpts)
+			return err
+		}, store.ErrInvalidInput, ""},
 		badInput{"Put: negative scope ttl", func(ctx context.Context, s store.Store) error {
 			_, _, err := s.Put(ctx, "run", valid, success("x"), store.WriteOptions{ScopeTTL: -1})
 			return err

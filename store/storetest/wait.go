@@ -69,8 +69,8 @@ func await[T any](t *testing.T, done <-chan T) T {
 
 // An identical caller waits while the call is in flight, is woken by
 // Complete, and replays the outcome instead of running the call.
-func testWaitThenReplay(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testWaitThenReplay(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -87,8 +87,8 @@ func testWaitThenReplay(t *testing.T, h Harness) {
 }
 
 // Release wakes the waiters, and one of them runs the call.
-func testWaitWakesOnRelease(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testWaitWakesOnRelease(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 
@@ -106,15 +106,15 @@ func testWaitWakesOnRelease(t *testing.T, h Harness) {
 
 // Wait returns when the holder's lease ends even if the holder never acts
 // (it crashed), so the waiter can take over.
-func testWaitReturnsWhenLeaseEnds(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testWaitReturnsWhenLeaseEnds(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, shortLease, noOpts)
 
 	done := make(chan error, 1)
 	go func() { done <- s.Wait(ctx, "run", e.Key, c.Token) }()
 	requireStillWaiting(t, done)
-	h.Advance(t, pastShort)
+	b.Advance(pastShort)
 	require.NoError(t, await(t, done))
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
@@ -125,8 +125,8 @@ func testWaitReturnsWhenLeaseEnds(t *testing.T, h Harness) {
 
 // Wait does not block when there is nothing in flight under that token: no
 // record, a completed record, or a token that is no longer current.
-func testWaitReturnsAtOnceWhenNothingIsInFlight(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testWaitReturnsAtOnceWhenNothingIsInFlight(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	missing, done, replaced := call("missing", `{}`), call("done", `{}`), call("replaced", `{}`)
 	c := claim(ctx, t, s, "run", done, longLease, noOpts)
 	_, err := s.Complete(ctx, c, success("x"))
@@ -152,8 +152,8 @@ func testWaitReturnsAtOnceWhenNothingIsInFlight(t *testing.T, h Harness) {
 
 // Wait gives up when its context is done, with the context's error, and
 // leaves the claim alone.
-func testWaitHonoursContext(t *testing.T, h Harness) {
-	ctx, s := testContext(t), h.NewStore(t)
+func testWaitHonoursContext(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
 	c := claim(ctx, t, s, "run", e, longLease, noOpts)
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/idemstore/idemstore/store/memstore"
 	"github.com/idemstore/idemstore/store/memstore/memstoretest"
@@ -72,19 +73,6 @@ func TestBlockUntilTimersWaitsForArmedTimers(t *testing.T) {
 	require.ErrorIs(t, c.BlockUntilTimers(short, 1), context.DeadlineExceeded)
 }
 
-func TestSystemClockTimers(t *testing.T) {
-	t.Parallel()
-	c := memstore.SystemClock()
-	for _, at := range []time.Time{c.Now().Add(20 * time.Millisecond), c.Now().Add(-time.Second)} {
-		tm := c.TimerAt(at)
-		select {
-		case <-tm.C():
-		case <-time.After(10 * time.Second):
-			t.Fatal("a system-clock timer did not fire")
-		}
-		require.False(t, tm.Stop())
-		require.False(t, c.Now().Before(at))
-	}
-	pending := c.TimerAt(c.Now().Add(time.Hour))
-	require.True(t, pending.Stop())
-}
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
