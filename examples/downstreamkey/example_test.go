@@ -25,10 +25,11 @@ func ExampleChargeTool() {
 		log.Fatal(err)
 	}
 	tool := &downstreamkey.ChargeTool{BaseURL: srv.URL, Client: srv.Client()}
-	exec, err := executor.New(tool, st, "run-7", nil)
+	ex, err := executor.New(tool, st, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
+	exec := ex.ForScope("run-7")
 	call := executor.Call{Tool: "charge", Args: json.RawMessage(`{"amount":1500,"currency":"eur","customer":"cus_42"}`)}
 
 	api.LoseNextResponse() // the API charges, then the connection drops

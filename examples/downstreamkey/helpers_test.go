@@ -85,11 +85,11 @@ func newClient(t *testing.T) *http.Client {
 
 // executor returns an idempotent executor over the bundle's tool and store
 // in scope; cfg may be nil.
-func (b *testBundle) executor(t *testing.T, scope string, cfg *executor.Config) *executor.Idempotent {
+func (b *testBundle) executor(t *testing.T, scope string, cfg *executor.Config) *executor.Scoped {
 	t.Helper()
-	exec, err := executor.New(b.tool, b.st, scope, cfg)
+	ex, err := executor.New(b.tool, b.st, cfg)
 	require.NoError(t, err)
-	return exec
+	return ex.ForScope(scope)
 }
 
 // failing answers the first n requests of method with 503 before the API

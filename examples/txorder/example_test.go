@@ -34,11 +34,11 @@ func ExampleOrderTool() {
 		log.Fatal(err) // in production: your own migrations
 	}
 
-	tool := &txorder.OrderTool{Pool: pool, Store: st}
-	exec, err := executor.New(tool, st, "run-7", nil)
+	ex, err := executor.New(&txorder.OrderTool{Store: st}, st, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
+	exec := ex.ForScope("run-7")
 	call := executor.Call{Tool: "place_order", Args: json.RawMessage(`{"customer":"cus_42","item":"book","quantity":2}`)}
 	for range 2 {
 		res, err := exec.Execute(ctx, call)

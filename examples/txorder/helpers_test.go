@@ -45,7 +45,7 @@ func setup(t *testing.T) *testBundle {
 	pool, schema := pgtest.NewSchema(t)
 	require.NoError(t, txorder.CreateOrdersTable(testContext(t), pool, schema))
 	st := openStore(t, pool, schema)
-	return &testBundle{pool: pool, schema: schema, st: st, tool: &txorder.OrderTool{Pool: pool, Store: st, Schema: schema}}
+	return &testBundle{pool: pool, schema: schema, st: st, tool: &txorder.OrderTool{Store: st, Schema: schema}}
 }
 
 func testContext(t *testing.T) context.Context {
@@ -66,16 +66,16 @@ func openStore(t *testing.T, pool *pgxpool.Pool, schema string) *pgstore.Store {
 // newTool returns another OrderTool on the bundle's database, for a test to
 // give hooks to.
 func (b *testBundle) newTool() *txorder.OrderTool {
-	return &txorder.OrderTool{Pool: b.pool, Store: b.st, Schema: b.schema}
+	return &txorder.OrderTool{Store: b.st, Schema: b.schema}
 }
 
 // executor returns an idempotent executor running tool over the bundle's
 // store in testScope; cfg may be nil.
-func (b *testBundle) executor(t *testing.T, tool executor.Executor, cfg *executor.Config) *executor.Idempotent {
+func (b *testBundle) executor(t *testing.T, tool executor.Executor, cfg *executor.Config) *executor.Scoped {
 	t.Helper()
-	exec, err := executor.New(tool, b.st, testScope, cfg)
+	ex, err := executor.New(tool, b.st, cfg)
 	require.NoError(t, err)
-	return exec
+	return ex.ForScope(testScope)
 }
 
 // orderRow is one row of the orders table.

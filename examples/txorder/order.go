@@ -9,7 +9,6 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/migrations/schema"
@@ -17,38 +16,27 @@ import (
 	"github.com/idemstore/idemstore/store/pgstore"
 )
 
-// OrderTool places an order by inserting a row into the orders table, and
-// stores the call's outcome in the same transaction
-// (pgstore.Store.CompleteTx): the order and the outcome commit together or
-// not at all, so each call places its order exactly once, whatever fails
-// when. See the package documentation.
+// OrderTool places an order by inserting a row into the orders table. It
+// runs through pgstore.Store.TxTool, which stores the call's outcome in the
+// same transaction: the order and the outcome commit together or not at
+// all, so each call places its order exactly once, whatever fails when. See
+// the package documentation.
 //
 // Its arguments are {"customer": "cus_42", "item": "book", "quantity": 2};
 // its output is the Order placed, as JSON.
 //
-// Run it through an executor.Idempotent in exclusive mode (the default)
-// over Store: the tool needs the call's claim. An OrderTool is safe for
+// Run it through an executor.Idempotent over Store. An OrderTool is safe for
 // concurrent use once its fields are set.
 type OrderTool struct {
-	// Pool is the database holding both the orders table and the store's
-	// tables: the order and the outcome must commit in one transaction.
-	// Required.
-	Pool *pgxpool.Pool
-	// Store is the PostgreSQL store of the executor that runs the tool: the
-	// call's claim was granted by it. Required.
+	// Store is the PostgreSQL store of the executor that runs the tool; the
+	// orders table lives in its database, so that the order and the outcome
+	// commit in one transaction. Required.
 	Store *pgstore.Store
 	// Schema holds the orders table (CreateOrdersTable). Defaults to
 	// DefaultSchema.
 	Schema string
 
-	hooks hooks // fault injection for this package's tests; zero otherwise
-}
-
-// hooks let tests stop the transaction at a fail point. A non-nil error
-// from one ends the transaction there, rolled back, as a crash would.
-type hooks struct {
-	afterInsert  func(ctx context.Context) error // the order is inserted, the outcome not yet
-	beforeCommit func(ctx context.Context) error // both are written, not committed
+	afterInsert func(ctx context.Context) error // fault injection for this package's tests
 }
 
 // Order is what OrderTool outputs: the order placed.
@@ -71,86 +59,56 @@ type orderArgs struct {
 	Quantity int    `json:"quantity"`
 }
 
-// insertOrderSQL places an order (the one %s is the quoted schema).
+// insertOrderSQL places an order (the one %s is the quoted schema). The
+// call's scope, key and claim token go with it, for audits.
 const insertOrderSQL = `INSERT INTO %s.orders (customer, item, quantity, call_scope, call_key, claim_token)
 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 
 var _ executor.Executor = (*OrderTool)(nil)
 
-// Execute places the order of call in one transaction: insert the order,
-// store the call's outcome under its claim (CompleteTx), commit. It then
-// returns the Order with Result.Stored set, so that the executor does not
-// store it again.
-//
-// Any error before the commit rolls everything back and is returned: no
-// order, no outcome, and the executor releases the call so that the next
-// identical call places it. A claim taken over by another caller meanwhile
-// (this one stalled past its lease) makes CompleteTx fail with
-// store.ErrLeaseLost, and this holder's order is rolled back with it. Bad
-// arguments are a permanent failure, and nothing is written.
+// Execute places the order of call: pgstore.Store.TxTool runs place in a
+// transaction, stores the outcome in it, commits, and marks the result
+// stored. Any error before the commit rolls everything back: no order, no
+// outcome, and the next identical call places it. Bad arguments are a
+// permanent failure, and nothing is written.
 func (t *OrderTool) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
-	schemaName, err := t.check()
-	if err != nil {
-		return executor.Result{}, err
+	if t.Store == nil {
+		return executor.Result{}, &store.InputError{Field: "order tool store", Problem: "nil"}
 	}
-	info, ok := executor.CallInfoFrom(ctx)
-	if !ok || info.Claim.Token == 0 {
-		return executor.Result{}, ErrNoClaim
-	}
-	args, err := parseArgs(call.Args)
-	if err != nil {
-		return refused(err), nil
-	}
-
-	var out []byte
-	err = pgx.BeginFunc(ctx, t.Pool, func(tx pgx.Tx) error {
-		o := Order{Customer: args.Customer, Item: args.Item, Quantity: args.Quantity}
-		if err := tx.QueryRow(ctx, fmt.Sprintf(insertOrderSQL, pgx.Identifier{schemaName}.Sanitize()),
-			args.Customer, args.Item, args.Quantity, info.Scope, info.Key[:], info.Claim.Token,
-		).Scan(&o.ID); err != nil {
-			return fmt.Errorf("insert the order: %w", err)
-		}
-		if err := run(ctx, t.hooks.afterInsert); err != nil {
-			return err
-		}
-		var err error
-		if out, err = json.Marshal(o); err != nil {
-			return err
-		}
-		// The outcome joins the order's transaction. Fenced by the claim's
-		// token: a stale holder gets ErrLeaseLost here, and its order is
-		// rolled back with the transaction.
-		if _, err := t.Store.CompleteTx(ctx, tx, info.Claim, store.Outcome{Kind: store.KindSuccess, Result: out}); err != nil {
-			return err
-		}
-		return run(ctx, t.hooks.beforeCommit)
-	})
-	if err != nil {
-		// Rolled back, unless the commit's acknowledgement was lost; either
-		// way the executor releases the claim only if it is still pending,
-		// so a committed outcome stays.
-		return executor.Result{}, fmt.Errorf("txorder: place the order: %w", err)
-	}
-	return executor.Result{Output: out, Stored: true}, nil
+	return t.Store.TxTool(t.place).Execute(ctx, call)
 }
 
-// check rejects a tool whose fields are unusable, before anything is sent,
-// and returns the schema to use.
-func (t *OrderTool) check() (string, error) {
-	switch {
-	case t.Pool == nil:
-		return "", &store.InputError{Field: "order tool pool", Problem: "nil"}
-	case t.Store == nil:
-		return "", &store.InputError{Field: "order tool store", Problem: "nil"}
-	}
+// place inserts the order in tx: the whole tool, once TxTool has the
+// transaction and the outcome in hand.
+func (t *OrderTool) place(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error) {
 	name := t.Schema
 	if name == "" {
 		name = DefaultSchema
 	}
 	if err := schema.Validate(name); err != nil {
-		return "", err
+		return executor.Result{}, err
 	}
-	return name, nil
+	args, err := parseArgs(call.Args)
+	if err != nil {
+		return refused(err), nil
+	}
+	info, _ := executor.CallInfoFrom(ctx)
+	o := Order{Customer: args.Customer, Item: args.Item, Quantity: args.Quantity}
+	if err := tx.QueryRow(ctx, fmt.Sprintf(insertOrderSQL, pgx.Identifier{name}.Sanitize()),
+		args.Customer, args.Item, args.Quantity, info.Scope, info.Key[:], info.Claim.Token,
+	).Scan(&o.ID); err != nil {
+		return executor.Result{}, fmt.Errorf("txorder: insert the order: %w", err)
+	}
+	if t.afterInsert != nil {
+		if err := t.afterInsert(ctx); err != nil {
+			return executor.Result{}, err
+		}
+	}
+	out, err := json.Marshal(o)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	return executor.Result{Output: out}, nil
 }
 
 // parseArgs decodes and checks the tool's arguments; unknown fields are
@@ -185,12 +143,4 @@ func refused(err error) executor.Result {
 		out = []byte(`{"error":"invalid arguments"}`)
 	}
 	return executor.Result{Output: out, Failed: true, Permanent: true}
-}
-
-// run calls hook if it is set.
-func run(ctx context.Context, hook func(context.Context) error) error {
-	if hook == nil {
-		return nil
-	}
-	return hook(ctx)
 }

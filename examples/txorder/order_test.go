@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/examples/txorder"
@@ -29,7 +30,7 @@ func TestOrderIsInsertedExactlyOnceAcrossRetries(t *testing.T) {
 	tool := b.newTool()
 	errTransient := errors.New("could not serialize access")
 	var runs atomic.Int32
-	txorder.SetBeforeCommit(tool, func(context.Context) error {
+	txorder.SetAfterInsert(tool, func(context.Context) error {
 		if runs.Add(1) == 1 {
 			return errTransient
 		}
@@ -83,8 +84,9 @@ func TestConcurrentCallersInsertOneOrder(t *testing.T) {
 	t.Cleanup(pool2.Close)
 	st2 := openStore(t, pool2, b.schema)
 	exec1 := b.executor(t, b.tool, nil)
-	exec2, err := executor.New(&txorder.OrderTool{Pool: pool2, Store: st2, Schema: b.schema}, st2, testScope, nil)
+	exec2Exec, err := executor.New(&txorder.OrderTool{Store: st2, Schema: b.schema}, st2, nil)
 	require.NoError(t, err)
+	exec2 := exec2Exec.ForScope(testScope)
 
 	const perProcess = 6
 	type outcome struct {
@@ -94,7 +96,7 @@ func TestConcurrentCallersInsertOneOrder(t *testing.T) {
 	results := make(chan outcome, 2*perProcess)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, exec := range []*executor.Idempotent{exec1, exec2} {
+	for _, exec := range []*executor.Scoped{exec1, exec2} {
 		for range perProcess {
 			wg.Go(func() {
 				<-start
@@ -128,12 +130,12 @@ func TestConcurrentCallersInsertOneOrder(t *testing.T) {
 // A process that dies before its commit leaves neither order nor outcome,
 // only its claim. Once the claim's lease has ended (on the database's clock)
 // the next call takes it over and places the order: one order in all,
-// whether the process died after the insert or after storing the outcome.
+// (the insert and the outcome are in one transaction: a crash at any point
+// before its commit rolls both back).
 func TestCrashBeforeCommitLeavesNothingAndRunsAgainOnce(t *testing.T) {
 	t.Parallel()
 	failPoints := map[string]func(*txorder.OrderTool, func(context.Context) error){
-		"after the insert":          txorder.SetAfterInsert,
-		"after storing the outcome": txorder.SetBeforeCommit,
+		"after the insert": txorder.SetAfterInsert,
 	}
 	for name, setHook := range failPoints {
 		t.Run(name, func(t *testing.T) {
@@ -268,32 +270,48 @@ func TestInvalidOrderIsAPermanentFailureAndWritesNothing(t *testing.T) {
 	require.Empty(t, b.orders(t))
 }
 
-// Without a claim the order and the outcome cannot commit together, so the
-// tool writes nothing: outside an executor, and in probe-then-store mode.
-func TestOrderToolWritesNothingWithoutAClaim(t *testing.T) {
+// In probe-then-store mode there is no claim, and identical callers in two
+// processes may both run the tool; the first commit wins and the second
+// caller's order is rolled back with its transaction, which finds the
+// outcome stored: one order in all, and both callers get it.
+func TestOrderIsPlacedOnceInProbeThenStoreModeToo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testContext(t)
-
-	_, err := b.tool.Execute(ctx, orderCall(orderArgs))
-	require.ErrorIs(t, err, txorder.ErrNoClaim)
-
-	probe := b.executor(t, b.tool, &executor.Config{Mode: executor.ModeProbeThenStore})
-	_, err = probe.Execute(ctx, orderCall(orderArgs))
-	require.ErrorIs(t, err, txorder.ErrNoClaim)
-	require.Empty(t, b.orders(t))
+	gate := make(chan struct{})
+	var inserted atomic.Int32
+	outs := make(chan executor.Result, 2)
+	for range 2 {
+		tool := b.newTool()
+		txorder.SetAfterInsert(tool, func(context.Context) error {
+			if inserted.Add(1) == 2 {
+				close(gate) // both inserted, neither committed
+			}
+			<-gate
+			return nil
+		})
+		exec := b.executor(t, tool, &executor.Config{Mode: executor.ModeProbeThenStore})
+		go func() {
+			res, err := exec.Execute(ctx, orderCall(orderArgs))
+			assert.NoError(t, err)
+			outs <- res
+		}()
+	}
+	first, second := <-outs, <-outs
+	require.Equal(t, first.Output, second.Output, "both callers hand the model the one order")
+	require.True(t, first.Replayed != second.Replayed, "one placed the order, the other found it stored")
+	require.Len(t, b.orders(t), 1)
 }
 
-// A tool missing its pool or store, or with a bad schema name, refuses with
-// a typed error before it sends anything.
+// A tool missing its store, or with a bad schema name, refuses with a typed
+// error and writes nothing.
 func TestMisconfiguredOrderToolIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx, _ := b.claimDirectly(testContext(t), t, orderCall(orderArgs))
 	for name, tool := range map[string]*txorder.OrderTool{
-		"no pool":    {Store: b.st, Schema: b.schema},
-		"no store":   {Pool: b.pool, Schema: b.schema},
-		"bad schema": {Pool: b.pool, Store: b.st, Schema: `Orders"; DROP TABLE orders; --`},
+		"no store":   {Schema: b.schema},
+		"bad schema": {Store: b.st, Schema: `Orders"; DROP TABLE orders; --`},
 	} {
 		_, err := tool.Execute(ctx, orderCall(orderArgs))
 		require.ErrorIs(t, err, store.ErrInvalidInput, name)
@@ -335,8 +353,9 @@ func TestCommittedOrderNeedsNoFurtherWrite(t *testing.T) {
 	b := setup(t)
 	ctx := testContext(t)
 	st := &completeFails{Store: b.st}
-	exec, err := executor.New(b.tool, st, testScope, &executor.Config{Lease: shortLease, MaxWait: 10 * time.Second})
+	execExec, err := executor.New(b.tool, st, &executor.Config{Lease: shortLease, MaxWait: 10 * time.Second})
 	require.NoError(t, err)
+	exec := execExec.ForScope(testScope)
 	c := orderCall(orderArgs)
 
 	res, err := exec.Execute(ctx, c)

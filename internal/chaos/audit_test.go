@@ -154,8 +154,9 @@ func TestOrderAndItsRecordCommitTogether(t *testing.T) {
 	b := setupAudit(t)
 	ctx := context.Background()
 	env := newToolEnv(b.worker, b.st, b.schema, nil, time.Second, 1)
-	ex, err := executor.New(orderTool{env}, b.st, "long-0", &executor.Config{Lease: time.Second})
+	exExec, err := executor.New(orderTool{env}, b.st, &executor.Config{Lease: time.Second})
 	require.NoError(t, err)
+	ex := exExec.ForScope("long-0")
 	call := executor.Call{Tool: toolName(KindOrder), Args: callSpec{N: 1}.args()}
 	var first executor.Result
 	for {

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/migrations"
-	"github.com/idemstore/idemstore/migrations/schema"
 )
 
 func TestURLReachesPostgreSQL15OrNewer(t *testing.T) {
@@ -26,8 +25,8 @@ func TestURLReachesPostgreSQL15OrNewer(t *testing.T) {
 func TestNewSchemaIsMigratedToLatest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schemaName := NewSchema(t)
-	require.NoError(t, migrations.Check(ctx, pool, schemaName))
+	pool, schema := NewSchema(t)
+	require.NoError(t, migrations.Check(ctx, pool, schema))
 	var n int
 	require.NoError(t, pool.QueryRow(ctx,
 		"SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'idem_records'", schema).Scan(&n))
@@ -40,13 +39,13 @@ func TestSchemasAreIsolated(t *testing.T) {
 	poolA, a := NewEmptySchema(t)
 	poolB, b := NewEmptySchema(t)
 	require.NotEqual(t, a, b)
-	require.NoError(t, schema.Validate(a))
+	require.NoError(t, migrations.ValidateSchema(a))
 
 	_, err := poolA.Exec(ctx, "CREATE TABLE "+pgx.Identifier{a, "t"}.Sanitize()+" (x int)")
 	require.NoError(t, err)
 	_, err = poolB.Exec(ctx, "SELECT * FROM "+pgx.Identifier{b, "t"}.Sanitize())
-	require.Error(t, err, "a table made in one test's schemaName must not exist in another's")
-	require.Error(t, migrations.Check(ctx, poolA, a), "an empty schemaName is not migrated")
+	require.Error(t, err, "a table made in one test's schema must not exist in another's")
+	require.Error(t, migrations.Check(ctx, poolA, a), "an empty schema is not migrated")
 }
 
 func TestSchemaIsDroppedWhenTheTestEnds(t *testing.T) {
@@ -68,8 +67,8 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := NewContainer(t)
-	pool, schemaName := c.NewSchema(t)
-	table := pgx.Identifier{schemaName, "kept"}.Sanitize()
+	pool, schema := c.NewSchema(t)
+	table := pgx.Identifier{schema, "kept"}.Sanitize()
 	_, err := pool.Exec(ctx, "CREATE TABLE "+table+" (x int); INSERT INTO "+table+" VALUES (42)")
 	require.NoError(t, err)
 
@@ -89,7 +88,7 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 	var x int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT x FROM "+table).Scan(&x))
 	require.Equal(t, 42, x)
-	require.NoError(t, migrations.Check(ctx, conn, schemaName), "the migrated schemaName survives a restart")
+	require.NoError(t, migrations.Check(ctx, conn, schema), "the migrated schema survives a restart")
 
 	if localEngine() {
 		// The pool made before the restart reconnects by itself.

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -42,6 +43,6 @@ func (s *Store) Wait(ctx context.Context, scopeName string, key keyhash.Sum, tok
 	case <-timer.C():
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return contract.Interrupted("wait", ctx.Err())
 	}
 }

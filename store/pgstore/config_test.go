@@ -73,7 +73,7 @@ func TestUnmigratedSchemaGivesSchemaError(t *testing.T) {
 		require.ErrorAs(t, err, &se)
 		require.Equal(t, name, se.Schema)
 		require.Equal(t, schema.Latest, se.Want)
-		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -name "+name+" up", se.Command)
+		require.Equal(t, "go run github.com/idemstore/idemstore/cmd/migrate -schema "+name+" up", se.Command)
 	}
 
 	pool, name := newSchema(t)

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,8 +56,9 @@ func TestNoConnectionIsHeldWhileAToolRuns(t *testing.T) {
 			}
 		}
 	})
-	exec, err := executor.New(tool, st, "run", &executor.Config{Lease: 2 * time.Second, RenewEvery: 100 * time.Millisecond})
+	execExec, err := executor.New(tool, st, &executor.Config{Lease: 2 * time.Second, RenewEvery: 100 * time.Millisecond})
 	require.NoError(t, err)
+	exec := execExec.ForScope("run")
 	call := executor.Call{Tool: "send_mail", Args: []byte(`{"to":"a@example.com"}`)}
 
 	first := make(chan error, 1)
@@ -70,22 +73,55 @@ func TestNoConnectionIsHeldWhileAToolRuns(t *testing.T) {
 	require.Zero(t, one.Stat().AcquiredConns(), "no connection is left held")
 }
 
-// The executor checks a scope against the PostgreSQL store's own limits
-// (Limits), not the defaults.
-func TestExecutorChecksScopesAgainstTheStoresLimits(t *testing.T) {
+// The executor checks every call against the PostgreSQL store's own limits
+// (Limits), not the defaults: a scope over the store's MaxScopeBytes is
+// refused before anything runs.
+func TestExecutorChecksCallsAgainstTheStoresLimits(t *testing.T) {
 	t.Parallel()
+	ctx := testContext(t)
 	st := newStore(t, &pgstore.Config{Limits: store.Limits{MaxScopeBytes: 8}})
 	require.Equal(t, 8, st.Limits().MaxScopeBytes)
 	require.Equal(t, contract.DefaultMaxResultBytes, st.Limits().MaxResultBytes, "the others default")
+	var runs atomic.Int32
 	noop := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		runs.Add(1)
 		return executor.Result{}, nil
 	})
-
-	_, err := executor.New(noop, st, "run-123456789", nil)
+	ex, err := executor.New(noop, st, nil)
+	require.NoError(t, err)
+	call := executor.Call{Tool: "send_mail", Args: []byte(`{}`)}
+	_, err = ex.ForScope("run-123456789").Execute(ctx, call)
 	var le *store.LimitError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, "MaxScopeBytes", le.Limit)
 	require.Equal(t, 8, le.Max)
-	_, err = executor.New(noop, st, "run-1", nil)
+	_, err = ex.ForScope("run-1").Execute(ctx, call)
 	require.NoError(t, err)
+	require.EqualValues(t, 1, runs.Load())
+}
+
+// A call the store could not record never runs, in either mode: a tool
+// name over the store's MaxToolBytes (256 by default) is refused before the
+// tool runs, instead of running it and then failing to store its outcome
+// (which would run its side effect again on every retry).
+func TestCallTheStoreCannotRecordNeverRuns(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, nil)
+	for _, mode := range []executor.Mode{executor.ModeExclusive, executor.ModeProbeThenStore} {
+		var runs atomic.Int32
+		tool := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+			runs.Add(1)
+			return executor.Result{Output: []byte("sent")}, nil
+		})
+		ex, err := executor.New(tool, st, &executor.Config{Mode: mode})
+		require.NoError(t, err)
+		call := executor.Call{Tool: strings.Repeat("t", 300), Args: []byte(`{}`)}
+		_, err = ex.ForScope("run-"+mode.String()).Execute(ctx, call)
+		require.ErrorIs(t, err, store.ErrTooLarge, mode)
+		var notStored *executor.OutcomeNotStoredError
+		require.False(t, errors.As(err, &notStored), mode)
+		require.Zero(t, runs.Load(), "%s: the tool ran", mode)
+	}
+	require.Zero(t, st.Stats().Claims)
 }

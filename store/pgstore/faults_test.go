@@ -169,8 +169,9 @@ func TestToolRunsOnceWhenCompleteAcknowledgementIsLost(t *testing.T) {
 		runs.Add(1)
 		return executor.Result{Output: []byte("marker-executor-ack")}, nil
 	})
-	exec, err := executor.New(tool, b.st, "run", nil)
+	execExec, err := executor.New(tool, b.st, nil)
 	require.NoError(t, err)
+	exec := execExec.ForScope("run")
 	call := executor.Call{Tool: "send_mail", Args: []byte(`{"to":"a@example.com"}`)}
 
 	fired := b.proxy.arm("marker-executor-ack", dropReply, nil)

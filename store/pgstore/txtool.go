@@ -26,7 +26,10 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // A failed result (Failed set) or an error of fn rolls the transaction back,
 // so a failed call leaves no write behind and runs again next time. A
 // claim lost meanwhile (another caller took over) rolls it back too, with
-// *store.LeaseLostError. When the commit's acknowledgement is lost, the
+// *store.LeaseLostError. In probe-then-store mode, where identical callers
+// may run at once, the first commit wins: a later one finds the outcome
+// stored, rolls its own write back and returns the stored outcome as a
+// replay, so the write happens once there too. When the commit's acknowledgement is lost, the
 // record is read back: stored under the call's claim means committed.
 // Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
 // commits without storing anything.
@@ -68,12 +71,21 @@ func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res e
 	}
 	out := store.Outcome{Kind: store.KindSuccess, Result: res.Output}
 	if info.Claim.Token > 0 {
-		_, err = s.CompleteTx(ctx, tx, info.Claim, out)
+		if _, err := s.CompleteTx(ctx, tx, info.Claim, out); err != nil {
+			return executor.Result{}, err
+		}
 	} else {
-		_, _, err = s.PutTx(ctx, tx, info.Scope, info.Entry(), out, store.WriteOptions{ScopeTTL: info.ScopeTTL})
-	}
-	if err != nil {
-		return executor.Result{}, err
+		rec, stored, err := s.PutTx(ctx, tx, info.Scope, info.Entry(), out, store.WriteOptions{ScopeTTL: info.ScopeTTL})
+		if err != nil {
+			return executor.Result{}, err
+		}
+		if !stored {
+			// Another caller stored this call's outcome first (it waited
+			// for that caller's commit): its write stands, and this one's
+			// is rolled back. Hand back the stored outcome.
+			perm := rec.Outcome.Kind == store.KindPermanentFailure
+			return executor.Result{Output: rec.Outcome.Result, Failed: perm, Permanent: perm, Replayed: true, Stored: true}, nil
+		}
 	}
 	committed = true // from here on, never roll back: the commit may have gone through
 	if cerr := tx.Commit(ctx); cerr != nil {

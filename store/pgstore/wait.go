@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -125,11 +126,11 @@ func wake(w *waiter) {
 // lease then makes the next Claim report the claim in flight again, with its
 // new lease). Round trips: one to mark, one per poll.
 func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := s.checkOpen(ctx); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return contract.Interrupted("wait", err)
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
 		return err
@@ -152,7 +153,7 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 	case <-ready:
 	case <-poll.C:
 	case <-ctx.Done():
-		return ctx.Err()
+		return contract.Interrupted("wait", ctx.Err())
 	case <-s.closed:
 		return store.ErrClosed
 	}
@@ -194,7 +195,7 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 			return nil
 		case <-poll.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return contract.Interrupted("wait", ctx.Err())
 		case <-s.closed:
 			return store.ErrClosed
 		}
