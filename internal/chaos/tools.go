@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/executor"
-	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
 
@@ -93,37 +93,29 @@ func (t remoteTool) Execute(ctx context.Context, _ executor.Call) (executor.Resu
 	return executor.Result{Output: t.output(KindRemote, info)}, nil
 }
 
-// orderTool is the transactional example: it inserts an order and stores
-// its outcome (pgstore.CompleteTx) in one transaction, then reports the
-// outcome as Stored. Exactly once: the order exists if and only if the
-// record is completed, whatever is killed when.
+// orderTool is the transactional example: a pgstore.TxTool that inserts an
+// order, while TxTool stores its outcome in the same transaction and reports
+// it Stored. Exactly once: the order exists if and only if the record is
+// completed, whatever is killed when.
 type orderTool struct{ *toolEnv }
 
-func (t orderTool) Execute(ctx context.Context, _ executor.Call) (executor.Result, error) {
+func (t orderTool) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
+	return t.st.TxTool(t.place).Execute(ctx, call)
+}
+
+// place inserts the order in TxTool's transaction; a kill after the insert
+// (AfterEffect) leaves the transaction, and the outcome with it, uncommitted.
+func (t orderTool) place(ctx context.Context, tx pgx.Tx, _ executor.Call) (executor.Result, error) {
 	info, err := t.begin(ctx)
 	if err != nil {
 		return executor.Result{}, err
 	}
-	key := info.Key.String()
-	tx, err := t.pool.Begin(ctx)
-	if err != nil {
-		return executor.Result{}, &toolError{err}
-	}
-	// After Commit this is a no-op; on any failure it ends the transaction.
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, t.insertOrder,
 		info.Scope, info.Key[:], info.Claim.Token, info.Attempt, t.pid, t.incarnation); err != nil {
 		return executor.Result{}, &toolError{err}
 	}
-	out := t.output(KindOrder, info)
-	if _, err := t.st.CompleteTx(ctx, tx, info.Claim, store.Outcome{Kind: store.KindSuccess, Result: out}); err != nil {
-		return executor.Result{}, &toolError{err}
-	}
-	t.kills.hit(AfterEffect, info.Scope, key, info.Claim.Token)
-	if err := tx.Commit(ctx); err != nil {
-		return executor.Result{}, &toolError{err}
-	}
-	return executor.Result{Output: out, Stored: true}, nil
+	t.kills.hit(AfterEffect, info.Scope, info.Key.String(), info.Claim.Token)
+	return executor.Result{Output: t.output(KindOrder, info)}, nil
 }
 
 func newToolEnv(pool *pgxpool.Pool, st *pgstore.Store, schema string, kills *killPlan, lease time.Duration, inc int) *toolEnv {
