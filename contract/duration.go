@@ -35,3 +35,20 @@ func CheckConfigDuration(config, field string, d time.Duration) error {
 	}
 	return nil
 }
+
+// Field is one named duration of a config, for CheckConfigDurations.
+type Field struct {
+	Name string
+	D    time.Duration
+}
+
+// CheckConfigDurations runs CheckConfigDuration on each field of the config
+// named config, and returns the first error.
+func CheckConfigDurations(config string, fields ...Field) error {
+	for _, f := range fields {
+		if err := CheckConfigDuration(config, f.Name, f.D); err != nil {
+			return err
+		}
+	}
+	return nil
+}

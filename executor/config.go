@@ -126,19 +126,14 @@ func (c Config) validate() error {
 	if c.Mode != ModeExclusive && c.Mode != ModeProbeThenStore {
 		return &contract.ConfigError{Config: configName, Field: "Mode", Problem: "unknown (" + c.Mode.String() + ")"}
 	}
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{
-		{"Lease", c.Lease},
-		{"RenewEvery", c.RenewEvery},
-		{"MaxWait", c.MaxWait},
-		{"WriteTimeout", c.WriteTimeout},
-		{"ScopeTTL", c.ScopeTTL},
-	} {
-		if err := contract.CheckConfigDuration(configName, d.field, d.v); err != nil {
-			return err
-		}
+	if err := contract.CheckConfigDurations(configName,
+		contract.Field{Name: "Lease", D: c.Lease},
+		contract.Field{Name: "RenewEvery", D: c.RenewEvery},
+		contract.Field{Name: "MaxWait", D: c.MaxWait},
+		contract.Field{Name: "WriteTimeout", D: c.WriteTimeout},
+		contract.Field{Name: "ScopeTTL", D: c.ScopeTTL},
+	); err != nil {
+		return err
 	}
 	switch {
 	case c.RenewEvery <= 0:

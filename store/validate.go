@@ -85,6 +85,22 @@ func CheckClaim(ctx context.Context, l Limits, c Claim) error {
 	return nil
 }
 
+// CheckResolve checks an operator's resolution (Inspector.ResolveStore,
+// ResolveRelease) before anything is read or written: a context, a scope, a
+// key, and a token no claim could have had refused.
+func CheckResolve(ctx context.Context, l Limits, scope string, key keyhash.Sum, token int64) error {
+	if err := CheckRead(ctx, l, scope); err != nil {
+		return err
+	}
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if token <= 0 {
+		return &InputError{Field: "token", Problem: "not positive"}
+	}
+	return nil
+}
+
 // CheckDuration refuses a duration that is not positive or is over
 // MaxDuration (contract.CheckDuration).
 func CheckDuration(field string, d time.Duration) error { return contract.CheckDuration(field, d) }

@@ -158,16 +158,7 @@ func (s *Store) checkResolve(ctx context.Context, scopeName string, key keyhash.
 	if err := ctxDone(ctx, "resolve"); err != nil {
 		return err
 	}
-	if err := s.limits.CheckScope(scopeName); err != nil {
-		return err
-	}
-	if err := store.CheckKey(key); err != nil {
-		return err
-	}
-	if token <= 0 {
-		return &store.InputError{Field: "token", Problem: "not positive"}
-	}
-	return nil
+	return store.CheckResolve(ctx, s.limits, scopeName, key, token)
 }
 
 // resolvable returns the record an operator may resolve: not dead (see

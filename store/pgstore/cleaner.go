@@ -62,13 +62,12 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 
 func (c CleanerConfig) validate() error {
 	const name = "pgstore.CleanerConfig"
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{{"Interval", c.Interval}, {"Pause", c.Pause}, {"Jitter", max(c.Jitter, 0)}} {
-		if err := contract.CheckConfigDuration(name, d.field, d.v); err != nil {
-			return err
-		}
+	if err := contract.CheckConfigDurations(name,
+		contract.Field{Name: "Interval", D: c.Interval},
+		contract.Field{Name: "Pause", D: c.Pause},
+		contract.Field{Name: "Jitter", D: max(c.Jitter, 0)},
+	); err != nil {
+		return err
 	}
 	if c.BatchSize < 0 {
 		return &contract.ConfigError{Config: name, Field: "BatchSize", Problem: "negative"}

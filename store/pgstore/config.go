@@ -153,20 +153,15 @@ func (c *Config) validate() error {
 		}
 		return &contract.ConfigError{Config: configName, Field: "Schema", Problem: problem}
 	}
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{
-		{"DefaultScopeTTL", c.DefaultScopeTTL},
-		{"PollInterval", c.PollInterval},
-		{"WriteTimeout", c.WriteTimeout},
-		{"RetryBackoff", c.RetryBackoff},
-		{"MaxRetryBackoff", c.MaxRetryBackoff},
-		{"AcquireTimeout", c.AcquireTimeout},
-	} {
-		if err := contract.CheckConfigDuration(configName, d.field, d.v); err != nil {
-			return err
-		}
+	if err := contract.CheckConfigDurations(configName,
+		contract.Field{Name: "DefaultScopeTTL", D: c.DefaultScopeTTL},
+		contract.Field{Name: "PollInterval", D: c.PollInterval},
+		contract.Field{Name: "WriteTimeout", D: c.WriteTimeout},
+		contract.Field{Name: "RetryBackoff", D: c.RetryBackoff},
+		contract.Field{Name: "MaxRetryBackoff", D: c.MaxRetryBackoff},
+		contract.Field{Name: "AcquireTimeout", D: c.AcquireTimeout},
+	); err != nil {
+		return err
 	}
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		return &contract.ConfigError{Config: configName, Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}

@@ -36,29 +36,14 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		var (
 			scope   string
-			keyCol  []byte
 			problem int16
-			row     recordScan
 		)
-		targets := append([]any{&scope, &keyCol, &problem}, row.targets()...)
-		for rows.Next() {
-			if err := rows.Scan(targets...); err != nil {
-				return err
-			}
-			key, err := sumOf(keyCol)
-			if err != nil {
-				return err
-			}
-			rec, err := row.record(scope, key)
-			if err != nil {
-				return err
-			}
-			list = append(list, store.Attention{Problem: store.Problem(problem), Record: rec})
-		}
-		return rows.Err()
+		return forEachRecord(rows, []any{&scope, &problem}, func() string { return scope },
+			func(rec store.Record) {
+				list = append(list, store.Attention{Problem: store.Problem(problem), Record: rec})
+			})
 	})
 	if err != nil {
 		return nil, s.translate("list attention", err)
@@ -139,14 +124,5 @@ func (s *Store) checkResolve(ctx context.Context, scope string, key keyhash.Sum,
 	if err := s.checkOpen(ctx); err != nil {
 		return err
 	}
-	if err := s.limits.CheckScope(scope); err != nil {
-		return err
-	}
-	if err := store.CheckKey(key); err != nil {
-		return err
-	}
-	if token <= 0 {
-		return &store.InputError{Field: "token", Problem: "not positive"}
-	}
-	return nil
+	return store.CheckResolve(ctx, s.limits, scope, key, token)
 }

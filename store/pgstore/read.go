@@ -67,27 +67,8 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var (
-			keyCol []byte
-			row    recordScan
-		)
-		targets := append([]any{&keyCol}, row.targets()...)
-		for rows.Next() {
-			if err := rows.Scan(targets...); err != nil {
-				return err
-			}
-			key, err := sumOf(keyCol)
-			if err != nil {
-				return err
-			}
-			rec, err := row.record(scope, key)
-			if err != nil {
-				return err
-			}
-			found[key] = rec
-		}
-		return rows.Err()
+		return forEachRecord(rows, nil, func() string { return scope },
+			func(rec store.Record) { found[rec.Key] = rec })
 	})
 	if err != nil {
 		return nil, s.translate("lookup", err)

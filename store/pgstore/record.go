@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemstore/idemstore/keyhash"
@@ -103,4 +104,29 @@ func sumOf(b []byte) (keyhash.Sum, error) {
 	}
 	copy(s[:], b)
 	return s, nil
+}
+
+// forEachRecord scans every row of rows (closing them): first the columns
+// of extra, then the key, then recordColumns; scope says the scope of the
+// row just scanned (a column of extra, or the statement's). f gets each
+// record.
+func forEachRecord(rows pgx.Rows, extra []any, scope func() string, f func(store.Record)) error {
+	var (
+		keyCol []byte
+		row    recordScan
+	)
+	targets := append(append(extra, &keyCol), row.targets()...)
+	_, err := pgx.ForEachRow(rows, targets, func() error {
+		key, err := sumOf(keyCol)
+		if err != nil {
+			return err
+		}
+		rec, err := row.record(scope(), key)
+		if err != nil {
+			return err
+		}
+		f(rec)
+		return nil
+	})
+	return err
 }

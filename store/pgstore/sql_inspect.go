@@ -13,9 +13,9 @@ package pgstore
 // listing to scope $4 (a primary-key range).
 //
 // Parameters: $1 stuck after (µs), $2 failing attempts, $3 limit, [$4 scope].
-const attentionSQL = `SELECT scope, key,
+const attentionSQL = `SELECT scope,
 	(CASE WHEN status = 3 THEN 3 WHEN lease_until > now() THEN 2 ELSE 1 END)::smallint AS problem,
-	` + recordColumns + `
+	key, ` + recordColumns + `
 FROM {schema}.idem_records
 WHERE {in_scope} (
 	(status = 1 AND lease_until > now()
