@@ -28,6 +28,7 @@ type Prepared struct {
 	ent       store.Entry
 	claim     store.ClaimResult // ClaimGranted when Prepare claimed the call
 	claimedAt time.Time
+	missed    bool // ModeProbeThenStore: Prepare's look-up found nothing for it
 	done      bool // Run or Release used the claim
 }
 
@@ -113,11 +114,12 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 		return err
 	}
 	for j, ent := range ents {
+		p := &preps[at[j]]
 		rec, ok := recs[ent.Key]
 		if !ok {
+			p.missed = true
 			continue
 		}
-		p := &preps[at[j]]
 		if err := store.CheckFingerprint(s.scope, ent, rec); err != nil {
 			p.Err = err
 			continue
@@ -142,6 +144,13 @@ func (p *Prepared) Run(ctx context.Context) (Result, error) {
 	s := p.s
 	if err := contract.CheckContext(ctx); err != nil {
 		return Result{}, err
+	}
+	if p.missed && !p.done {
+		// Prepare has just looked it up: run it without a second look-up
+		// (probe-then-store makes no promise against a concurrent writer;
+		// Put keeps the first outcome).
+		p.done = true
+		return s.runUnclaimed(ctx, p.Call, p.ent)
 	}
 	if p.done || p.claim.State != store.ClaimGranted {
 		p.done = true

@@ -13,7 +13,7 @@ import (
 const (
 	// DefaultMaxRetries is how many times a rejected answer is retried.
 	DefaultMaxRetries = 2
-	// DefaultMaxTurns is how many model turns one attempt may take.
+	// DefaultMaxTurns is how many model turns one gate attempt may take.
 	DefaultMaxTurns = 10
 	// DefaultMaxStepOutput is how many characters (runes) of a tool output a
 	// progress step shows before it is abbreviated.
@@ -47,11 +47,11 @@ type Config struct {
 	QualityGates []Gate
 
 	// MaxRetries bounds the retries after a rejection; the run makes at most
-	// 1 + MaxRetries attempts. Defaults to DefaultMaxRetries; set
+	// 1 + MaxRetries gate attempts. Defaults to DefaultMaxRetries; set
 	// NoRetries for none (zero means the default).
 	MaxRetries int
 
-	// MaxTurns bounds the model turns of one attempt. Defaults to
+	// MaxTurns bounds the model turns of one gate attempt. Defaults to
 	// DefaultMaxTurns.
 	MaxTurns int
 
@@ -64,8 +64,9 @@ type Config struct {
 	SystemPrompt string
 
 	// Progress receives the human-readable steps of every run, one line
-	// each, synchronously (Transcript.Steps keeps each run's own). Defaults
-	// to discarding them.
+	// each, synchronously, on each Run's goroutine: with concurrent Runs it
+	// must be safe for concurrent use (Transcript.Steps keeps each run's
+	// own). Defaults to discarding them.
 	Progress func(step string)
 
 	// Observers are told about every real tool call (never a replay).

@@ -18,9 +18,9 @@ var (
 	// ErrInvalidToolSpec: a tool's spec is malformed (empty name, schema that
 	// is not JSON, nil executor).
 	ErrInvalidToolSpec = errors.New("runtime: invalid tool spec")
-	// ErrAnswerRejected: the quality gates rejected every attempt.
+	// ErrAnswerRejected: the quality gates rejected every gate attempt.
 	ErrAnswerRejected = errors.New("runtime: answer rejected")
-	// ErrTurnLimit: an attempt used all its turns without a final answer.
+	// ErrTurnLimit: a gate attempt used all its turns without a final answer.
 	ErrTurnLimit = errors.New("runtime: turn limit reached")
 )
 
@@ -43,7 +43,7 @@ func (e *ToolError) Error() string {
 func (e *ToolError) Unwrap() error { return e.Err }
 
 // RejectedError reports that the quality gates rejected the answer of every
-// attempt; Feedback is the last rejection's.
+// gate attempt; Feedback is the last rejection's.
 type RejectedError struct {
 	GateAttempts int
 	Gate         int // index in Config.QualityGates of the gate that rejected last
@@ -57,7 +57,7 @@ func (e *RejectedError) Error() string {
 // Unwrap makes errors.Is(err, ErrAnswerRejected) true.
 func (e *RejectedError) Unwrap() error { return ErrAnswerRejected }
 
-// TurnLimitError reports an attempt that used MaxTurns model turns and still
+// TurnLimitError reports a gate attempt that used MaxTurns model turns and still
 // asked for tools. Those last calls are not run: the model could never see
 // their results.
 type TurnLimitError struct {

@@ -9,10 +9,10 @@ import (
 )
 
 // Registry holds the tools a runtime offers the model and dispatches calls
-// to them. It is itself an executor.Executor (the dispatcher): wrap it in
-// executor.Idempotent so that a call asked for again in the same run is
-// replayed rather than run twice, and give both to the runtime (Config.Tools
-// and Config.Executor).
+// to them. It is itself an executor.Executor (the dispatcher): give it to
+// the runtime as Config.Tools, with a Config.Store, and the runtime runs it
+// through one executor.Idempotent, so that a call asked for again in the
+// same scope is replayed rather than run twice.
 //
 // An allow-list restricts which registered tools may run; the runtime refuses
 // an unknown or not-allowed tool before probing and the dispatcher refuses it
