@@ -129,7 +129,7 @@ func (b recordingBus) Publish(_ context.Context, e agent.Event) error {
 type testBundle struct {
 	tl     *timeline
 	reg    *agent.Registry
-	mem    *memstore.Store  // the real store; tests seed it directly
+	mem    *memstore.Store // the real store; tests seed it directly
 	st     *recordingStore // what the runtime is given
 	lookup *countingTool
 	send   *countingTool

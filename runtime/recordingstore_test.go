@@ -22,10 +22,10 @@ type recordingStore struct {
 	tl *timeline // gets "probe: TOOL,TOOL" for a ClaimMany, "probe: N keys" for a GetMany
 
 	mu          sync.Mutex
-	ops         []string                      // one line per store operation; guarded by mu
-	probeErr    error                         // ClaimMany and GetMany fail with it; guarded by mu
-	completeErr error                         // Complete and Put fail with it; guarded by mu
-	afterProbe  func(ctx context.Context)     // runs once, after the next probe returned; guarded by mu
+	ops         []string                  // one line per store operation; guarded by mu
+	probeErr    error                     // ClaimMany and GetMany fail with it; guarded by mu
+	completeErr error                     // Complete and Put fail with it; guarded by mu
+	afterProbe  func(ctx context.Context) // runs once, after the next probe returned; guarded by mu
 }
 
 func newRecordingStore(st store.CallStore, tl *timeline) *recordingStore {
