@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"bytes"
@@ -8,51 +8,67 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
 )
 
 func TestNewRefusesInvalidConfig(t *testing.T) {
 	t.Parallel()
-	model := NewScriptedModel()
+	model := scripted()
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	var nilStore *memstore.Store
 	for _, tc := range []struct {
-		name  string
-		cfg   *Config
-		field string
+		name   string
+		cfg    *agent.Config
+		config string
+		field  string
 	}{
-		{"nil config", nil, "Model"},
-		{"no model", &Config{}, "Model"},
-		{"negative retries", &Config{Model: model, MaxRetries: -2}, "MaxRetries"},
-		{"negative turns", &Config{Model: model, MaxTurns: -1}, "MaxTurns"},
-		{"negative step output", &Config{Model: model, MaxStepOutput: -1}, "MaxStepOutput"},
-		{"nil gate", &Config{Model: model, QualityGates: []Gate{nil}}, "QualityGates"},
-		{"nil observer", &Config{Model: model, Observers: []Observer{nil}}, "Observers"},
+		{"nil config", nil, "runtime.Config", "Model"},
+		{"no model", &agent.Config{}, "runtime.Config", "Model"},
+		{"negative retries", &agent.Config{Model: model, MaxRetries: -2}, "runtime.Config", "MaxRetries"},
+		{"negative turns", &agent.Config{Model: model, MaxTurns: -1}, "runtime.Config", "MaxTurns"},
+		{"negative step output", &agent.Config{Model: model, MaxStepOutput: -1}, "runtime.Config", "MaxStepOutput"},
+		{"nil gate", &agent.Config{Model: model, QualityGates: []agent.Gate{nil}}, "runtime.Config", "QualityGates"},
+		{"nil observer", &agent.Config{Model: model, Observers: []agent.Observer{nil}}, "runtime.Config", "Observers"},
+		{"typed nil store", &agent.Config{Model: model, Store: nilStore}, "executor.New", "store"},
+		{"bad executor tuning", &agent.Config{Model: model, Store: st, Executor: &executor.Config{Lease: -1}}, "executor.Config", "Lease"},
 	} {
-		_, err := New(tc.cfg)
-		require.ErrorIs(t, err, ErrInvalidConfig, tc.name)
-		var ce *ConfigError
+		rt, err := agent.New(tc.cfg)
+		require.Nil(t, rt, tc.name)
+		require.ErrorIs(t, err, store.ErrInvalidInput, tc.name)
+		var ce *contract.ConfigError
 		require.ErrorAs(t, err, &ce, tc.name)
+		require.Equal(t, tc.config, ce.Config, tc.name)
 		require.Equal(t, tc.field, ce.Field, tc.name)
 	}
 }
 
 func TestModelWithoutToolsJustAnswers(t *testing.T) {
 	t.Parallel()
-	rt, err := New(&Config{Model: NewScriptedModel(answer("42"))})
+	rt, err := agent.New(&agent.Config{Model: scripted(answer("42"))})
 	require.NoError(t, err)
-	tr, err := rt.Run(context.Background(), "question")
+	tr, err := rt.Run(context.Background(), testScope, "question")
 	require.NoError(t, err)
 	require.Equal(t, "42", tr.Answer)
-	require.Equal(t, 1, tr.Attempts)
+	require.Equal(t, 1, tr.GateAttempts)
+	require.Equal(t, []string{"Attempt 1 of 3", "Answer accepted after 1 attempt"}, tr.Steps)
 }
 
 func TestBusErrorIsLoggedAndRunContinues(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var logs bytes.Buffer
-	cfg := b.config(NewScriptedModel(toolCalls(call("c1", "send", `{}`)), answer("ok")))
-	cfg.Bus = PublisherFunc(func(context.Context, Event) error { return errors.New("bus full") })
+	cfg := b.config(scripted(toolCalls(call("c1", "send", `{}`)), answer("ok")))
+	cfg.Bus = agent.PublisherFunc(func(context.Context, agent.Event) error { return errors.New("bus full") })
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	tr, err := b.run(t, cfg, "mail")
 	require.NoError(t, err)
 	require.Equal(t, "ok", tr.Answer)
-	require.Contains(t, logs.String(), "bus full")
+	require.Contains(t, logs.String(), `error="bus full"`, "logged under the key error")
+	require.EqualValues(t, 1, b.send.runs.Load())
 }

@@ -1,51 +1,92 @@
 // Package runtime is idemstore's agent loop: it asks a model, runs the tool
 // calls the model asks for, offers the final answer to quality gates, and
-// retries with their feedback. It is the place where the idempotent executor
-// pays off: on a retry the model asks for the same calls again, and the
-// executor replays their stored outcomes instead of running the tools twice.
+// retries with their feedback. It is where replay pays off: on a retry the
+// model asks for the same calls again, and the runtime replays their stored
+// outcomes instead of running the tools twice.
 //
 // The import path ends in "runtime", like the standard library's package;
 // import it under another name where both are needed:
 //
 //	import agent "github.com/idemstore/idemstore/runtime"
 //
-// # Probe before report
+// # One runtime, many runs
 //
-// When the executor implements executor.Prober (executor.Idempotent does),
-// the runtime probes all calls of a turn in one Probe call, after the model's
-// decision and before anything reports a real call. For each call:
+// A service creates one Runtime with its model, its tool registry
+// (Config.Tools) and its store (Config.Store), and passes each run's scope
+// to Run:
 //
-//   - hit: one progress step "NAME reused cached result: OUTPUT" (or
+//	rt, err := agent.New(&agent.Config{Model: model, Tools: tools, Store: st})
+//	tr, err := rt.Run(ctx, runID, input)
+//
+// The scope is the run: every outcome a run stores belongs to its scope,
+// and only calls of the same scope replay it, whether they come from a gate
+// attempt of the same Run or from a later Run of the same scope (a retried
+// request), for as long as the store keeps the scope. Runs in different scopes never see each other's outcomes, so one
+// Runtime serves many runs at once. A bad scope (empty, over the store's
+// MaxScopeBytes, invalid UTF-8, a NUL byte) is refused with a typed error
+// before anything runs. Without a Store every call runs and nothing is
+// replayed.
+//
+// The runtime runs the calls through one executor.Idempotent over Tools and
+// Store, tuned by Config.Executor. A call's key comes from its invocation id
+// when it has one, otherwise from its tool and arguments; the provider's
+// call id (executor.Call.ProviderCallID) only pairs a result with its call
+// in the conversation and is never part of the key.
+//
+// # Gate attempts and claim attempts
+//
+// A gate attempt is one pass of the loop that ends with an answer offered
+// to the gates: the first, then one per retry after a rejection, at most
+// 1 + Config.MaxRetries (Transcript.GateAttempts, CallEntry.GateAttempt).
+// A claim attempt is the store's count of the claims granted on one call
+// (executor.CallInfo.Attempt); it grows when a failed call is claimed again
+// or an expired claim is taken over, and has nothing to do with the gates.
+//
+// # Prepare before report
+//
+// After the model's decision, and before anything reports a real call, the
+// runtime prepares all calls of the turn in one store step
+// (executor.Scoped.Prepare: one ClaimMany in exclusive mode, which also
+// claims the calls to run; one GetMany in probe-then-store mode). For each
+// call:
+//
+//   - replay: one progress step "NAME reused cached result: OUTPUT" (or
 //     "NAME reused cached failure: OUTPUT" for a stored permanent failure),
 //     indented by two spaces (see Progress steps below), with OUTPUT
 //     abbreviated (see Abbreviate); the model gets the full stored output.
 //     No tool-started event, no observer call, no bus event, no invocation
-//     counted. Transcript status Cached or CachedFailure.
-//   - miss: the step "Calling tool NAME(ARGS)", the invocation counter, the
-//     tool-started event, observers, bus events, the executor runs the call,
-//     then the completion events. Status Succeeded or Failed.
-//   - bad call (the probe's Err: invalid arguments, too large, fingerprint
-//     mismatch): never run; the step "NAME refused: ERROR", the model gets
-//     the error as a failed tool result. Status Refused.
+//     counted. Status StatusReplayed or StatusReplayedFailure.
+//   - run: the step "Calling tool NAME(ARGS)", the invocation counter, the
+//     tool-started event, observers, bus events; the call runs under the
+//     claim Prepare took (executor.Prepared.Run); then the completion events.
+//     Status StatusSucceeded or StatusFailed.
+//   - bad call (invalid arguments, too large, an invocation id stored for
+//     other arguments): never run; the step "NAME refused: ERROR", the model
+//     gets the error as a failed tool result. Status StatusRefused.
 //
-// A probe that fails as a whole is logged and every call of the turn is
-// treated as a miss. A miss whose Execute nonetheless returns a replayed
-// result (another caller stored the outcome between the probe and the
-// execution) has already been reported as a real call; the runtime then
+// A store step that fails as a whole is logged and every call of the turn
+// runs as it would without Prepare (in exclusive mode each claims on its
+// own, so it still runs at most once). A call whose outcome another caller stored between Prepare
+// and its run has already been reported as a real call; the runtime then
 // reports the step "NAME reused cached result: OUTPUT" after the
 // "Calling tool" step, completes the events it started (the completion event
-// carries status Cached), keeps the invocation it counted, and records status
-// Cached with ReplayedLate set.
+// carries StatusReplayed), keeps the invocation it counted, and records
+// StatusReplayed with ReplayedLate set.
+//
+// A turn abandoned part way (ctx is done) releases the claims Prepare took
+// for calls that did not run, so that a later run of the scope runs them at
+// once instead of waiting for their lease to end.
 //
 // Unknown tools and tools outside the registry's allow-list are refused
-// before the probe: they never reach the executor and the model gets an error
+// before Prepare: they never reach the store and the model gets an error
 // message as their result.
 //
 // The calls of a turn run one after another, in the order the model gave.
 //
 // # Progress steps
 //
-// Config.Progress receives one line per step, in this wording:
+// Config.Progress receives one line per step, and Transcript.Steps keeps
+// each run's own, in this wording:
 //
 //	Attempt N of M
 //	Calling tool NAME(ARGS)                   a real call (ARGS compacted JSON)
@@ -56,7 +97,9 @@
 //	Quality gate rejected the answer: FEEDBACK
 //	Answer accepted after N attempt(s)
 //
-// ARGS, OUTPUT, ERROR and FEEDBACK are abbreviated by Abbreviate to
-// Config.MaxStepOutput characters (100 by default); the model and the
-// transcript always get the full bytes.
+// "Attempt N of M" counts gate attempts. ARGS, OUTPUT, ERROR and FEEDBACK
+// are abbreviated by Abbreviate to Config.MaxStepOutput characters (100 by
+// default); the model and the transcript always get the full bytes.
+//
+// Package runtime/runtimetest holds a scripted model for tests.
 package runtime

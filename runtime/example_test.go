@@ -10,9 +10,10 @@ import (
 	"github.com/idemstore/idemstore/store/memstore"
 )
 
-// A quality gate rejects the first answer; on the retry the model asks for
-// the same mail again, and the idempotent executor replays it instead of
-// sending it twice.
+// A service creates one runtime with its tools and store, and runs every
+// request in its own scope (the run). Here a quality gate rejects the first
+// answer; on the retry the model asks for the same mail again, and the
+// runtime replays the stored outcome instead of sending the mail twice.
 func ExampleRuntime_Run() {
 	sends := 0
 	tools := agent.NewRegistry()
@@ -23,7 +24,6 @@ func ExampleRuntime_Run() {
 		}))
 
 	st, _ := memstore.New(nil)
-	exec, _ := executor.New(tools, st, "run-1", nil) // the scope is the run
 	mail := executor.Call{Tool: "send_mail", Args: []byte(`{"to":"ada@example.com"}`)}
 	model := runtimetest.NewScriptedModel(
 		agent.Response{ToolCalls: []executor.Call{mail}},
@@ -43,11 +43,11 @@ func ExampleRuntime_Run() {
 	rt, _ := agent.New(&agent.Config{
 		Model:        model,
 		Tools:        tools,
-		Executor:     exec,
+		Store:        st,
 		QualityGates: []agent.Gate{gate},
 		Progress:     func(step string) { fmt.Println(step) },
 	})
-	tr, err := rt.Run(context.Background(), "Welcome Ada")
+	tr, err := rt.Run(context.Background(), "run-1", "Welcome Ada") // the scope is the run
 	fmt.Println(tr.Answer, err)
 	fmt.Println("sends:", sends, "invocations:", tr.Invocations)
 	// Output:

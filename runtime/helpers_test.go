@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -11,7 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/runtimetest"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
 )
+
+// testScope is the run (scope) a bundle's runs work in unless a test says
+// otherwise.
+const testScope = "run-1"
 
 // timeline records, in one sequence, everything the loop reports or does,
 // so that tests can check what happened and in which order.
@@ -91,104 +99,21 @@ func (c *countingTool) Execute(ctx context.Context, call executor.Call) (executo
 	return executor.Result{Output: []byte("ran " + c.name)}, nil
 }
 
-// fakeExec is a small probe-then-store executor in front of the registry:
-// enough to test the loop without a real store. It keys calls by invocation
-// id, else by tool and compact arguments.
-type fakeExec struct {
-	inner executor.Executor
-	tl    *timeline
-
-	mu       sync.Mutex
-	stored   map[string]executor.Result // guarded by mu
-	probes   [][]executor.Call          // guarded by mu
-	executed []executor.Call            // guarded by mu
-	probeErr error                      // the whole probe fails
-	badCall  map[string]error           // Probe.Err by tool name
-	blind    bool                       // the probe misses even stored calls (stored meanwhile)
-}
-
-func fakeKey(c executor.Call) string {
-	if c.InvocationID != "" {
-		return "id|" + c.InvocationID
-	}
-	return c.Tool + "|" + string(compactJSON(c.Args))
-}
-
-func (f *fakeExec) store(c executor.Call, res executor.Result) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.stored[fakeKey(c)] = res
-}
-
-func (f *fakeExec) Probe(_ context.Context, calls []executor.Call) ([]executor.Probe, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.probes = append(f.probes, append([]executor.Call(nil), calls...))
-	names := make([]string, len(calls))
-	for i, c := range calls {
-		names[i] = c.Tool
-	}
-	f.tl.add("probe: " + strings.Join(names, ","))
-	if f.probeErr != nil {
-		return nil, f.probeErr
-	}
-	out := make([]executor.Probe, len(calls))
-	for i, c := range calls {
-		if err := f.badCall[c.Tool]; err != nil {
-			out[i].Err = err
-			continue
-		}
-		if res, ok := f.stored[fakeKey(c)]; ok && !f.blind {
-			res.Replayed = true
-			out[i] = executor.Probe{Hit: true, Result: res}
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeExec) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
-	f.mu.Lock()
-	f.executed = append(f.executed, call)
-	res, ok := f.stored[fakeKey(call)]
-	f.mu.Unlock()
-	if ok {
-		res.Replayed = true
-		return res, nil
-	}
-	res, err := f.inner.Execute(ctx, call)
-	if err == nil && (!res.Failed || res.Permanent) {
-		f.store(call, res)
-	}
-	return res, err
-}
-
-func (f *fakeExec) probeCalls() [][]executor.Call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][]executor.Call(nil), f.probes...)
-}
-
-func (f *fakeExec) executedCalls() []executor.Call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]executor.Call(nil), f.executed...)
-}
-
 // recordingObserver writes observer calls to the timeline.
 type recordingObserver struct{ tl *timeline }
 
-func (o recordingObserver) OnToolStarted(_ context.Context, e Event) {
+func (o recordingObserver) OnToolStarted(_ context.Context, e agent.Event) {
 	o.tl.add("observer: started " + e.Call.Tool + " " + e.Call.ProviderCallID)
 }
 
-func (o recordingObserver) OnToolCompleted(_ context.Context, e Event) {
+func (o recordingObserver) OnToolCompleted(_ context.Context, e agent.Event) {
 	o.tl.add("observer: completed " + e.Call.Tool + " " + e.Call.ProviderCallID + " " + e.Status.String())
 }
 
 // recordingBus writes published events to the timeline.
 type recordingBus struct{ tl *timeline }
 
-func (b recordingBus) Publish(_ context.Context, e Event) error {
+func (b recordingBus) Publish(_ context.Context, e agent.Event) error {
 	s := "bus: " + string(e.Kind)
 	if e.Call.Tool != "" {
 		s += " " + e.Call.Tool + " " + e.Call.ProviderCallID
@@ -198,71 +123,108 @@ func (b recordingBus) Publish(_ context.Context, e Event) error {
 }
 
 // testBundle is the setup shared by the loop's tests: a registry with a
-// read-only "lookup" and a side-effecting "send", a fake probing executor
-// around it, and a timeline behind progress, observers and bus.
+// read-only "lookup" and a side-effecting "send", a real in-memory store
+// behind a recording wrapper, and a timeline behind progress, observers, bus
+// and the store's probes.
 type testBundle struct {
 	tl     *timeline
-	reg    *Registry
-	exec   *fakeExec
+	reg    *agent.Registry
+	mem    *memstore.Store // the real store; tests seed it directly
+	st     *recordingStore // what the runtime is given
 	lookup *countingTool
 	send   *countingTool
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with the memstore configured by cfg (nil: defaults).
+func setupWith(t *testing.T, cfg *memstore.Config) *testBundle {
+	t.Helper()
 	tl := &timeline{}
+	mem, err := memstore.New(cfg)
+	require.NoError(t, err)
 	b := &testBundle{
 		tl:     tl,
-		reg:    NewRegistry(),
+		reg:    agent.NewRegistry(),
+		mem:    mem,
+		st:     newRecordingStore(mem, tl),
 		lookup: &countingTool{name: "lookup", tl: tl},
 		send:   &countingTool{name: "send", tl: tl},
 	}
-	require.NoError(t, b.reg.Register(ToolSpec{Name: "lookup", Description: "reads a customer", Parameters: json.RawMessage(`{"type":"object"}`)}, b.lookup))
-	require.NoError(t, b.reg.Register(ToolSpec{Name: "send", Description: "sends a mail", Parameters: json.RawMessage(`{"type":"object"}`)}, b.send))
-	b.exec = &fakeExec{inner: b.reg, tl: tl, stored: make(map[string]executor.Result)}
+	require.NoError(t, b.reg.Register(agent.ToolSpec{Name: "lookup", Description: "reads a customer", Parameters: json.RawMessage(`{"type":"object"}`)}, b.lookup))
+	require.NoError(t, b.reg.Register(agent.ToolSpec{Name: "send", Description: "sends a mail", Parameters: json.RawMessage(`{"type":"object"}`)}, b.send))
 	return b
 }
 
 // config returns a Config wired to the bundle; the test adjusts it.
-func (b *testBundle) config(model Model) *Config {
-	return &Config{
+func (b *testBundle) config(model agent.Model) *agent.Config {
+	return &agent.Config{
 		Model:     model,
 		Tools:     b.reg,
-		Executor:  b.exec,
+		Store:     b.st,
 		Progress:  func(step string) { b.tl.add("step: " + step) },
-		Observers: []Observer{recordingObserver{tl: b.tl}},
+		Observers: []agent.Observer{recordingObserver{tl: b.tl}},
 		Bus:       recordingBus{tl: b.tl},
 	}
 }
 
-func (b *testBundle) run(t *testing.T, cfg *Config, input string) (Transcript, error) {
+// run makes a runtime of cfg and runs input in testScope.
+func (b *testBundle) run(t *testing.T, cfg *agent.Config, input string) (agent.Transcript, error) {
 	t.Helper()
-	rt, err := New(cfg)
+	rt, err := agent.New(cfg)
 	require.NoError(t, err)
-	return rt.Run(context.Background(), input)
+	return rt.Run(context.Background(), testScope, input)
+}
+
+// seed stores out for c in scope directly in the real store, as an earlier
+// run (or another worker) would have: the runtime's store sees nothing of it.
+func (b *testBundle) seed(t *testing.T, scope string, c executor.Call, out store.Outcome) {
+	t.Helper()
+	_, stored, err := b.mem.Put(context.Background(), scope, b.entry(t, c), out, store.WriteOptions{})
+	require.NoError(t, err)
+	require.True(t, stored)
+}
+
+// entry is c's identity in the bundle's store.
+func (b *testBundle) entry(t *testing.T, c executor.Call) store.Entry {
+	t.Helper()
+	ent, err := executor.EntryOf(c, b.mem.Limits())
+	require.NoError(t, err)
+	return ent
+}
+
+func success(output string) store.Outcome {
+	return store.Outcome{Kind: store.KindSuccess, Result: []byte(output)}
 }
 
 func call(id, tool, args string) executor.Call {
 	return executor.Call{ProviderCallID: id, Tool: tool, Args: json.RawMessage(args)}
 }
 
-func toolCalls(calls ...executor.Call) Response { return Response{ToolCalls: calls} }
+func toolCalls(calls ...executor.Call) agent.Response { return agent.Response{ToolCalls: calls} }
 
-func answer(text string) Response { return Response{Text: text} }
+func answer(text string) agent.Response { return agent.Response{Text: text} }
+
+func scripted(responses ...agent.Response) *runtimetest.ScriptedModel {
+	return runtimetest.NewScriptedModel(responses...)
+}
 
 // toolMessage returns the tool message answering call id in req.
-func toolMessage(t *testing.T, req Request, id string) Message {
+func toolMessage(t *testing.T, req agent.Request, id string) agent.Message {
 	t.Helper()
 	for _, m := range req.Messages {
-		if m.Role == RoleTool && m.ProviderCallID == id {
+		if m.Role == agent.RoleTool && m.ProviderCallID == id {
 			return m
 		}
 	}
 	require.Failf(t, "no tool message", "for call %q", id)
-	return Message{}
+	return agent.Message{}
 }
 
-func entryFor(t *testing.T, tr Transcript, id string) CallEntry {
+func entryFor(t *testing.T, tr agent.Transcript, id string) agent.CallEntry {
 	t.Helper()
 	for _, e := range tr.Calls {
 		if e.Call.ProviderCallID == id {
@@ -270,14 +232,33 @@ func entryFor(t *testing.T, tr Transcript, id string) CallEntry {
 		}
 	}
 	require.Failf(t, "no transcript entry", "for call %q", id)
-	return CallEntry{}
+	return agent.CallEntry{}
 }
 
-func toolEventsFor(tr Transcript, tool string) []Event {
-	var out []Event
+func toolEventsFor(tr agent.Transcript, tool string) []agent.Event {
+	var out []agent.Event
 	for _, e := range tr.Events {
 		if e.Call.Tool == tool {
 			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func statuses(tr agent.Transcript) []agent.Status {
+	out := make([]agent.Status, len(tr.Calls))
+	for i, e := range tr.Calls {
+		out[i] = e.Status
+	}
+	return out
+}
+
+// containing returns the lines that contain s.
+func containing(lines []string, s string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			out = append(out, l)
 		}
 	}
 	return out

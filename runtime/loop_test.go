@@ -1,8 +1,9 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -10,16 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/runtimetest"
 )
 
 // rejectFirst rejects the first n answers with feedback, then accepts.
-func rejectFirst(n int, feedback string) (Gate, *atomic.Int32) {
+func rejectFirst(n int, feedback string) (agent.Gate, *atomic.Int32) {
 	var checks atomic.Int32
-	return GateFunc(func(context.Context, string) (Verdict, error) {
+	return agent.GateFunc(func(context.Context, string) (agent.Verdict, error) {
 		if int(checks.Add(1)) <= n {
-			return Verdict{Feedback: feedback}, nil
+			return agent.Verdict{Feedback: feedback}, nil
 		}
-		return Verdict{Accepted: true}, nil
+		return agent.Verdict{Accepted: true}, nil
 	}), &checks
 }
 
@@ -27,31 +30,33 @@ func TestGateRejectionRetriesWithFeedbackInSameScope(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	gate, checks := rejectFirst(1, "Say when the mail went out.")
-	model := NewScriptedModel(
+	model := scripted(
 		toolCalls(call("a1", "send", `{"to":"ada"}`)),
 		answer("Mail sent."),
 		toolCalls(call("b1", "send", `{"to":"ada"}`)), // the retry asks again
 		answer("Mail sent today."),
 	)
 	cfg := b.config(model)
-	cfg.QualityGates = []Gate{gate}
+	cfg.QualityGates = []agent.Gate{gate}
 	tr, err := b.run(t, cfg, "mail Ada")
 	require.NoError(t, err)
 
 	require.Equal(t, "Mail sent today.", tr.Answer)
-	require.Equal(t, 2, tr.Attempts)
+	require.Equal(t, 2, tr.GateAttempts)
 	require.EqualValues(t, 2, checks.Load())
 
 	retry := model.Requests()[2]
 	last := retry.Messages[len(retry.Messages)-1]
-	require.Equal(t, Message{Role: RoleUser, Content: "Say when the mail went out."}, last, "the feedback is the retry's last user message")
+	require.Equal(t, agent.Message{Role: agent.RoleUser, Content: "Say when the mail went out."}, last, "the feedback is the retry's last user message")
 	prev := retry.Messages[len(retry.Messages)-2]
-	require.Equal(t, Message{Role: RoleAssistant, Content: "Mail sent."}, prev, "after the rejected answer")
+	require.Equal(t, agent.Message{Role: agent.RoleAssistant, Content: "Mail sent."}, prev, "after the rejected answer")
 
-	require.EqualValues(t, 1, b.send.runs.Load(), "the same executor (scope) replays the call on the retry")
-	require.Equal(t, Cached, entryFor(t, tr, "b1").Status)
-	require.Equal(t, 2, entryFor(t, tr, "b1").Attempt)
+	require.EqualValues(t, 1, b.send.runs.Load(), "the retry runs in the same scope, which replays the call")
+	require.Equal(t, agent.StatusReplayed, entryFor(t, tr, "b1").Status)
+	require.Equal(t, 2, entryFor(t, tr, "b1").GateAttempt)
 	require.Equal(t, 1, tr.Invocations)
+	require.Equal(t, []string{"ClaimMany send=granted", "Complete send", "ClaimMany send=completed"}, b.st.operations(),
+		"the retry's probe finds the outcome")
 	require.Equal(t, []string{
 		"step: Attempt 1 of 3",
 		`step: Calling tool send({"to":"ada"})`,
@@ -60,13 +65,13 @@ func TestGateRejectionRetriesWithFeedbackInSameScope(t *testing.T) {
 		`step:   send reused cached result: ran send`,
 		"step: Answer accepted after 2 attempts",
 	}, b.tl.with("step: "))
-	var rejected []Event
+	var rejected []agent.Event
 	for _, e := range tr.Events {
-		if e.Kind == EventAnswerRejected {
+		if e.Kind == agent.EventAnswerRejected {
 			rejected = append(rejected, e)
 		}
 	}
-	require.Equal(t, []Event{{Kind: EventAnswerRejected, Attempt: 1, Answer: "Mail sent.", Feedback: "Say when the mail went out."}}, rejected)
+	require.Equal(t, []agent.Event{{Kind: agent.EventAnswerRejected, GateAttempt: 1, Answer: "Mail sent.", Feedback: "Say when the mail went out."}}, rejected)
 }
 
 func TestRetriesAreBounded(t *testing.T) {
@@ -76,27 +81,27 @@ func TestRetriesAreBounded(t *testing.T) {
 		maxRetries int
 		attempts   int
 	}{
-		{"default", 0, 1 + DefaultMaxRetries},
+		{"default", 0, 1 + agent.DefaultMaxRetries},
 		{"one", 1, 2},
-		{"none", NoRetries, 1},
+		{"none", agent.NoRetries, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			gate, checks := rejectFirst(1000, "")
-			model := NewScriptedFunc(func(n int, _ Request) (Response, error) {
+			model := runtimetest.NewScriptedFunc(func(n int, _ agent.Request) (agent.Response, error) {
 				return answer("answer " + strconv.Itoa(n)), nil
 			})
 			cfg := b.config(model)
-			cfg.QualityGates = []Gate{GateFunc(func(context.Context, string) (Verdict, error) { return Verdict{Accepted: true}, nil }), gate}
+			cfg.QualityGates = []agent.Gate{agent.GateFunc(func(context.Context, string) (agent.Verdict, error) { return agent.Verdict{Accepted: true}, nil }), gate}
 			cfg.MaxRetries = tc.maxRetries
 			tr, err := b.run(t, cfg, "q")
 
-			require.ErrorIs(t, err, ErrAnswerRejected)
-			var rej *RejectedError
+			require.ErrorIs(t, err, agent.ErrAnswerRejected)
+			var rej *agent.RejectedError
 			require.ErrorAs(t, err, &rej)
-			require.Equal(t, RejectedError{Attempts: tc.attempts, Gate: 1, Feedback: defaultFeedback}, *rej)
-			require.Equal(t, tc.attempts, tr.Attempts)
+			require.Equal(t, agent.RejectedError{GateAttempts: tc.attempts, Gate: 1, Feedback: agent.DefaultFeedback}, *rej)
+			require.Equal(t, tc.attempts, tr.GateAttempts)
 			require.EqualValues(t, tc.attempts, checks.Load())
 			require.Len(t, model.Requests(), tc.attempts)
 			require.Empty(t, tr.Answer)
@@ -104,10 +109,10 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 }
 
-func TestTurnLimit(t *testing.T) {
+func TestTurnLimitEndsTheAttemptWithoutRunningTheLastTurn(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	model := NewScriptedFunc(func(n int, _ Request) (Response, error) {
+	model := runtimetest.NewScriptedFunc(func(n int, _ agent.Request) (agent.Response, error) {
 		args, _ := json.Marshal(map[string]int{"id": n})
 		return toolCalls(executor.Call{ProviderCallID: "c" + strconv.Itoa(n), Tool: "lookup", Args: args}), nil
 	})
@@ -115,14 +120,15 @@ func TestTurnLimit(t *testing.T) {
 	cfg.MaxTurns = 3
 	tr, err := b.run(t, cfg, "loop forever")
 
-	var tl *TurnLimitError
+	var tl *agent.TurnLimitError
 	require.ErrorAs(t, err, &tl)
-	require.ErrorIs(t, err, ErrTurnLimit)
-	require.Equal(t, TurnLimitError{Attempt: 1, MaxTurns: 3}, *tl)
+	require.ErrorIs(t, err, agent.ErrTurnLimit)
+	require.Equal(t, agent.TurnLimitError{GateAttempt: 1, MaxTurns: 3}, *tl)
 	require.Len(t, model.Requests(), 3)
 	require.EqualValues(t, 2, b.lookup.runs.Load(), "the calls of the last turn are not run: the model could never see them")
 	require.Len(t, tr.Calls, 2)
-	require.Equal(t, 1, tr.Attempts, "a turn limit is not retried")
+	require.Len(t, b.tl.with("probe: "), 2, "the last turn's calls are not even probed (nor claimed)")
+	require.Equal(t, 1, tr.GateAttempts, "a turn limit is not retried")
 }
 
 func TestCancellationStopsTheRun(t *testing.T) {
@@ -135,24 +141,29 @@ func TestCancellationStopsTheRun(t *testing.T) {
 		return executor.Result{Output: []byte("sent")}, nil
 	}
 	gate, checks := rejectFirst(0, "")
-	model := NewScriptedModel(
+	model := scripted(
 		toolCalls(call("c1", "send", `{}`), call("c2", "lookup", `{"id":1}`)),
 		answer("never asked"),
 	)
 	cfg := b.config(model)
-	cfg.QualityGates = []Gate{gate}
-	rt, err := New(cfg)
+	cfg.QualityGates = []agent.Gate{gate}
+	rt, err := agent.New(cfg)
 	require.NoError(t, err)
-	tr, err := rt.Run(ctx, "mail, then look up")
+	tr, err := rt.Run(ctx, testScope, "mail, then look up")
 
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, b.lookup.runs.Load(), "no call runs after cancellation")
 	require.Len(t, model.Requests(), 1, "the model is not asked again")
 	require.Zero(t, checks.Load())
 	require.Len(t, tr.Calls, 1)
-	require.Equal(t, Succeeded, tr.Calls[0].Status, "the call that finished is recorded")
+	require.Equal(t, agent.StatusSucceeded, tr.Calls[0].Status, "the call that finished is recorded")
 	require.Equal(t, []string{"observer: started send c1", "observer: completed send c1 succeeded"}, b.tl.with("observer: "),
 		"the started call's completion is still observed")
+	require.Equal(t, []string{
+		"ClaimMany send=granted lookup=granted",
+		"Complete send",
+		"Release: the agent run was abandoned before this call ran",
+	}, b.st.operations(), "the outcome of the call that ran is stored despite the cancellation; the claim of the call that never ran is given up")
 }
 
 func TestCancelledModelCallStopsTheRun(t *testing.T) {
@@ -160,45 +171,45 @@ func TestCancelledModelCallStopsTheRun(t *testing.T) {
 	b := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	model := ModelFunc(func(ctx context.Context, _ Request) (Response, error) {
+	model := agent.ModelFunc(func(ctx context.Context, _ agent.Request) (agent.Response, error) {
 		cancel()
 		<-ctx.Done()
-		return Response{}, ctx.Err()
+		return agent.Response{}, ctx.Err()
 	})
-	rt, err := New(b.config(model))
+	rt, err := agent.New(b.config(model))
 	require.NoError(t, err)
-	_, err = rt.Run(ctx, "q")
+	_, err = rt.Run(ctx, testScope, "q")
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestModelErrorStopsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	model := NewScriptedModel() // empty script
+	model := scripted() // empty script
 	_, err := b.run(t, b.config(model), "q")
-	require.ErrorIs(t, err, ErrScriptExhausted)
+	require.ErrorIs(t, err, runtimetest.ErrScriptExhausted)
 	require.ErrorContains(t, err, "attempt 1 turn 1")
 }
 
 func TestGateErrorStopsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	boom := &ConfigError{Field: "judge", Problem: "down"}
-	cfg := b.config(NewScriptedModel(answer("a"), answer("b")))
-	cfg.QualityGates = []Gate{GateFunc(func(context.Context, string) (Verdict, error) { return Verdict{}, boom })}
+	boom := errors.New("judge down")
+	cfg := b.config(scripted(answer("a"), answer("b")))
+	cfg.QualityGates = []agent.Gate{agent.GateFunc(func(context.Context, string) (agent.Verdict, error) { return agent.Verdict{}, boom })}
 	tr, err := b.run(t, cfg, "q")
 	require.ErrorIs(t, err, boom)
-	require.Equal(t, 1, tr.Attempts)
+	require.Equal(t, 1, tr.GateAttempts)
 }
 
 func TestSystemPromptIsTheFirstMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	model := NewScriptedModel(answer("hi"))
+	model := scripted(answer("hi"))
 	cfg := b.config(model)
 	cfg.SystemPrompt = "You are careful."
 	tr, err := b.run(t, cfg, "hello")
 	require.NoError(t, err)
-	require.Equal(t, []Message{{Role: RoleSystem, Content: "You are careful."}, {Role: RoleUser, Content: "hello"}}, model.Requests()[0].Messages)
-	require.Equal(t, Message{Role: RoleAssistant, Content: "hi"}, tr.Messages[len(tr.Messages)-1])
+	require.Equal(t, []agent.Message{{Role: agent.RoleSystem, Content: "You are careful."}, {Role: agent.RoleUser, Content: "hello"}}, model.Requests()[0].Messages)
+	require.Equal(t, agent.Message{Role: agent.RoleAssistant, Content: "hi"}, tr.Messages[len(tr.Messages)-1])
 }

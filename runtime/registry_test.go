@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -8,28 +8,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
 )
 
 func TestRegistryRefusesDuplicateAndInvalidSpecs(t *testing.T) {
 	t.Parallel()
 	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
-	r := NewRegistry()
-	require.NoError(t, r.Register(ToolSpec{Name: "a"}, ok))
+	r := agent.NewRegistry()
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "a"}, ok))
 
 	for _, tc := range []struct {
 		name string
-		spec ToolSpec
+		spec agent.ToolSpec
 		exec executor.Executor
 		want error
 	}{
-		{"duplicate", ToolSpec{Name: "a"}, ok, ErrDuplicateTool},
-		{"empty name", ToolSpec{}, ok, ErrInvalidToolSpec},
-		{"nil executor", ToolSpec{Name: "b"}, nil, ErrInvalidToolSpec},
-		{"schema not JSON", ToolSpec{Name: "c", Parameters: json.RawMessage(`{`)}, ok, ErrInvalidToolSpec},
+		{"duplicate", agent.ToolSpec{Name: "a"}, ok, agent.ErrDuplicateTool},
+		{"empty name", agent.ToolSpec{}, ok, agent.ErrInvalidToolSpec},
+		{"nil executor", agent.ToolSpec{Name: "b"}, nil, agent.ErrInvalidToolSpec},
+		{"schema not JSON", agent.ToolSpec{Name: "c", Parameters: json.RawMessage(`{`)}, ok, agent.ErrInvalidToolSpec},
 	} {
 		err := r.Register(tc.spec, tc.exec)
 		require.ErrorIs(t, err, tc.want, tc.name)
-		var te *ToolError
+		var te *agent.ToolError
 		require.ErrorAs(t, err, &te, tc.name)
 	}
 	require.Len(t, r.Specs(), 1, "a refused registration changes nothing")
@@ -44,20 +45,20 @@ func TestRegistryDispatcherRefusesUnknownAndNotAllowedTools(t *testing.T) {
 			return executor.Result{Output: []byte(name)}, nil
 		})
 	}
-	r := NewRegistry()
-	require.NoError(t, r.Register(ToolSpec{Name: "read"}, tool("read")))
-	require.NoError(t, r.Register(ToolSpec{Name: "write"}, tool("write")))
+	r := agent.NewRegistry()
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "read"}, tool("read")))
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "write"}, tool("write")))
 	r.Allow("read")
 
 	_, err := r.Execute(context.Background(), executor.Call{Tool: "write"})
-	require.ErrorIs(t, err, ErrToolNotAllowed)
+	require.ErrorIs(t, err, agent.ErrToolNotAllowed)
 	_, err = r.Execute(context.Background(), executor.Call{Tool: "nope"})
-	require.ErrorIs(t, err, ErrUnknownTool)
+	require.ErrorIs(t, err, agent.ErrUnknownTool)
 	res, err := r.Execute(context.Background(), executor.Call{Tool: "read"})
 	require.NoError(t, err)
 	require.Equal(t, "read", string(res.Output))
 	require.Equal(t, []string{"read"}, ran)
-	require.Equal(t, []ToolSpec{{Name: "read"}}, r.Specs())
+	require.Equal(t, []agent.ToolSpec{{Name: "read"}}, r.Specs())
 }
 
 type reconcilingTool struct{ executor.ExecutorFunc }
@@ -69,9 +70,9 @@ func (reconcilingTool) Reconcile(context.Context, executor.Call) (executor.Resul
 func TestRegistryPassesReconcileToTheTool(t *testing.T) {
 	t.Parallel()
 	noop := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
-	r := NewRegistry()
-	require.NoError(t, r.Register(ToolSpec{Name: "send"}, reconcilingTool{noop}))
-	require.NoError(t, r.Register(ToolSpec{Name: "read"}, noop))
+	r := agent.NewRegistry()
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "send"}, reconcilingTool{noop}))
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "read"}, noop))
 
 	res, found, err := r.Reconcile(context.Background(), executor.Call{Tool: "send"})
 	require.NoError(t, err)

@@ -13,13 +13,14 @@ import (
 
 // options are the demo's command-line settings.
 type options struct {
-	// executionID is the run's scope: every stored outcome belongs to it.
-	executionID string
+	// scope is the run (-execution-id): every outcome the run stores
+	// belongs to it, and only a run of the same scope replays it.
+	scope string
 	// scenario names the story to play (see scenarios).
 	scenario string
 	// databaseURL, when set, makes the demo keep outcomes in PostgreSQL
-	// (store/pgstore) instead of memory, so a second run with the same
-	// execution id replays what the first one did.
+	// (store/pgstore) instead of memory, so a second run of the same scope
+	// replays what the first one did.
 	databaseURL string
 	// schema is the PostgreSQL schema migrated by cmd/migrate.
 	schema string
@@ -31,9 +32,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.executionID, "execution-id", "",
-		"the run's execution id, which is the idempotency scope (default: a new random id \"demo-<hex>\" per run, "+
-			"so that a durable store starts clean; pass the same id twice to a durable store and the second run replays every call)")
+	fs.StringVar(&o.scope, "execution-id", "",
+		"the run's scope: outcomes are stored under it and replayed only to runs of the same scope "+
+			"(default: a new random scope \"demo-<hex>\" per run, so that a durable store starts clean; "+
+			"pass the same one twice with -database-url and the second run replays every call)")
 	fs.StringVar(&o.scenario, "scenario", "retry", "what to play: "+scenarioList())
 	fs.StringVar(&o.databaseURL, "database-url", "",
 		"keep outcomes in PostgreSQL at this URL (migrate it first: go run ./cmd/migrate -database-url URL up); "+
@@ -52,21 +54,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintln(stderr, err)
 		return options{}, err
 	}
-	if o.executionID == "" {
-		id, err := newExecutionID()
+	if o.scope == "" {
+		scope, err := newScope()
 		if err != nil {
 			return options{}, err
 		}
-		o.executionID = id
+		o.scope = scope
 	}
 	return o, nil
 }
 
-// newExecutionID returns "demo-" and 8 random bytes in hex.
-func newExecutionID() (string, error) {
+// newScope returns "demo-" and 8 random bytes in hex: a run of its own.
+func newScope() (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generating an execution id: %w", err)
+		return "", fmt.Errorf("generating a scope for -execution-id: %w", err)
 	}
 	return "demo-" + hex.EncodeToString(b[:]), nil
 }

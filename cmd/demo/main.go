@@ -4,7 +4,11 @@
 //
 // Usage:
 //
-//	go run ./cmd/demo [-scenario retry|clean|mismatch|failure] [-execution-id ID]
+//	go run ./cmd/demo [-scenario retry|clean|mismatch|failure] [-execution-id SCOPE] [-database-url URL [-schema NAME]]
+//
+// -execution-id is the run's scope: the demo passes it to Run, and only a
+// run of the same scope replays what this one stored (give the same one
+// twice with -database-url to see a second run replay every call).
 //
 // It prints the progress steps as the runtime reports them, then how many
 // times each tool really ran, ending with a line such as

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 func runDemo(t *testing.T, scenario string) string {
 	t.Helper()
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, options{executionID: "test-" + scenario, scenario: scenario}))
+	require.NoError(t, run(context.Background(), &out, options{scope: "test-" + scenario, scenario: scenario}))
 	return out.String()
 }
 
@@ -57,7 +58,7 @@ func TestMismatchScenarioShowsTheTypedError(t *testing.T) {
 	t.Parallel()
 	out := runDemo(t, "mismatch")
 	require.Contains(t, out, "  send_mail refused: idemstore: fingerprint mismatch")
-	require.Contains(t, out, "typed error on send_mail (attempt 2): *store.MismatchError, errors.Is(err, store.ErrFingerprintMismatch) = true")
+	require.Contains(t, out, "typed error on send_mail (gate attempt 2): *store.MismatchError, errors.Is(err, store.ErrFingerprintMismatch) = true")
 	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 1 time\n"), out)
 }
 
@@ -70,19 +71,34 @@ func TestFailureScenarioSendsAgainAfterATransientFailure(t *testing.T) {
 	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 2 times\n"), out)
 }
 
-func TestFlagsDefaultToRetryWithAFreshExecutionID(t *testing.T) {
+func TestFlagsDefaultToRetryInAFreshScope(t *testing.T) {
 	t.Parallel()
 	a, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	b, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "retry", a.scenario)
-	require.True(t, strings.HasPrefix(a.executionID, "demo-"))
-	require.NotEqual(t, a.executionID, b.executionID)
+	require.True(t, strings.HasPrefix(a.scope, "demo-"))
+	require.NotEqual(t, a.scope, b.scope)
 
 	c, err := parseFlags([]string{"-execution-id", "run-7", "-scenario", "clean"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, options{executionID: "run-7", scenario: "clean", schema: pgstore.DefaultSchema}, c)
+	require.Equal(t, options{scope: "run-7", scenario: "clean", schema: pgstore.DefaultSchema}, c)
+}
+
+func TestHelpSaysExecutionIDIsTheRunsScope(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, stderr.String(), "-execution-id string\n    \tthe run's scope: ")
+}
+
+func TestHeaderNamesTheScope(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "clean")
+	require.True(t, strings.HasPrefix(out, "scenario clean: the gate accepts the first answer; every call runs once\n"+
+		"scope test-clean (-execution-id), in-memory store\n"), out)
 }
 
 func TestFlagsRefuseAnUnknownScenario(t *testing.T) {

@@ -34,7 +34,7 @@ func sendMailCount(t *testing.T, out string) int {
 func TestSecondRunOnPostgresReplaysEverySideEffect(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.NewSchema(t)
-	opts := options{executionID: "run-twice", scenario: "retry", databaseURL: pgtest.URL(t), schema: schema}
+	opts := options{scope: "run-twice", scenario: "retry", databaseURL: pgtest.URL(t), schema: schema}
 
 	var first, second bytes.Buffer
 	require.NoError(t, run(context.Background(), &first, opts))
@@ -48,7 +48,7 @@ func TestSecondRunOnPostgresReplaysEverySideEffect(t *testing.T) {
 	require.True(t, strings.HasSuffix(out, "side effects: send_mail ran 0 times\n"), out)
 }
 
-// Several demo processes started at once with one new execution id send the
+// Several demo processes started at once in one new scope (-execution-id) send the
 // mail once in total: the others wait for the claim's outcome and replay it.
 func TestConcurrentDemoProcessesSendTheMailOnceInTotal(t *testing.T) {
 	t.Parallel()
@@ -84,14 +84,14 @@ func TestConcurrentDemoProcessesSendTheMailOnceInTotal(t *testing.T) {
 func TestUnmigratedSchemaNamesTheMigrateCommand(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.NewEmptySchema(t)
-	err := run(context.Background(), &bytes.Buffer{}, options{executionID: "x", scenario: "retry", databaseURL: pgtest.URL(t), schema: schema})
+	err := run(context.Background(), &bytes.Buffer{}, options{scope: "x", scenario: "retry", databaseURL: pgtest.URL(t), schema: schema})
 	require.ErrorContains(t, err, "schema not migrated")
 	require.ErrorContains(t, err, "cmd/migrate -schema "+schema+" up")
 }
 
 func TestMalformedDatabaseURLGivesOneClearLine(t *testing.T) {
 	t.Parallel()
-	err := run(context.Background(), &bytes.Buffer{}, options{executionID: "x", scenario: "retry", databaseURL: "postgres://u:secret@[::1", schema: "idemstore"})
+	err := run(context.Background(), &bytes.Buffer{}, options{scope: "x", scenario: "retry", databaseURL: "postgres://u:secret@[::1", schema: "idemstore"})
 	require.ErrorContains(t, err, "-database-url is not a valid PostgreSQL URL")
 	require.NotContains(t, err.Error(), "secret")
 }

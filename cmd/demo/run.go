@@ -42,16 +42,18 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 	}
 
 	fmt.Fprintf(w, "scenario %s: %s\n", opts.scenario, sc.about)
-	fmt.Fprintf(w, "execution id %s, %s\n", opts.executionID, storeName(opts))
-	tr, runErr := rt.Run(ctx, opts.executionID, "Welcome customer "+customerID+" by e-mail.")
+	fmt.Fprintf(w, "scope %s (-execution-id), %s\n", opts.scope, storeName(opts))
+	tr, runErr := rt.Run(ctx, opts.scope, "Welcome customer "+customerID+" by e-mail.")
 	if tr.Answer != "" {
 		fmt.Fprintln(w, "answer:", tr.Answer)
 	}
 	for _, e := range tr.Calls {
+		// store.MismatchError is an alias, so %T would print the package
+		// that defines it; the demo names the type as a user writes it.
 		var mm *store.MismatchError
 		if errors.As(e.Err, &mm) {
-			fmt.Fprintf(w, "typed error on %s (attempt %d): %T, errors.Is(err, store.ErrFingerprintMismatch) = %t\n  %v\n",
-				e.Call.Tool, e.GateAttempt, mm, errors.Is(e.Err, store.ErrFingerprintMismatch), e.Err)
+			fmt.Fprintf(w, "typed error on %s (gate attempt %d): *store.MismatchError, errors.Is(err, store.ErrFingerprintMismatch) = %t\n  %v\n",
+				e.Call.Tool, e.GateAttempt, errors.Is(e.Err, store.ErrFingerprintMismatch), e.Err)
 		}
 	}
 	fmt.Fprintln(w, "reads: "+ranTimes(toolLookup, int(tl.lookups.Load())))

@@ -19,7 +19,7 @@ import (
 // effect), answer. The quality gate wants the answer to name the customer.
 type scenario struct {
 	about string
-	// namesCustomerAt is the first attempt whose answer names the customer
+	// namesCustomerAt is the first gate attempt whose answer names the customer
 	// (and so passes the gate).
 	namesCustomerAt int
 	// invocationIDs gives the calls stable invocation ids.
@@ -124,28 +124,28 @@ func (t *tools) send(ctx context.Context, _ executor.Call) (executor.Result, err
 
 // model returns the scripted model of sc: on the input or a gate's feedback
 // it asks for both tools; once it has their results it answers, naming the
-// customer from attempt namesCustomerAt on.
+// customer from gate attempt namesCustomerAt on.
 func (sc scenario) model() agent.Model {
-	attempt := 0
+	gateAttempt := 0
 	return runtimetest.NewScriptedFunc(func(_ int, req agent.Request) (agent.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == agent.RoleUser {
-			attempt++
-			return agent.Response{ToolCalls: sc.calls(attempt)}, nil
+			gateAttempt++
+			return agent.Response{ToolCalls: sc.calls(gateAttempt)}, nil
 		}
-		return agent.Response{Text: sc.answer(attempt, req.Messages)}, nil
+		return agent.Response{Text: sc.answer(gateAttempt, req.Messages)}, nil
 	})
 }
 
-// calls are the tool calls the model asks for in attempt.
-func (sc scenario) calls(attempt int) []executor.Call {
+// calls are the tool calls the model asks for in gateAttempt.
+func (sc scenario) calls(gateAttempt int) []executor.Call {
 	subject := "Welcome aboard"
-	if sc.newSubjectOnRetry && attempt > 1 {
+	if sc.newSubjectOnRetry && gateAttempt > 1 {
 		subject = "Welcome aboard, Ada"
 	}
 	mail, _ := json.Marshal(map[string]string{"to": mailTo, "subject": subject})
-	lookup := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-lookup", attempt), Tool: toolLookup, Args: json.RawMessage(`{"customer_id":"` + customerID + `"}`)}
-	send := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-send", attempt), Tool: toolSend, Args: mail}
+	lookup := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-lookup", gateAttempt), Tool: toolLookup, Args: json.RawMessage(`{"customer_id":"` + customerID + `"}`)}
+	send := executor.Call{ProviderCallID: fmt.Sprintf("call-%d-send", gateAttempt), Tool: toolSend, Args: mail}
 	if sc.invocationIDs {
 		lookup.InvocationID = "lookup-" + customerID
 		send.InvocationID = "welcome-mail-" + customerID
@@ -153,9 +153,9 @@ func (sc scenario) calls(attempt int) []executor.Call {
 	return []executor.Call{lookup, send}
 }
 
-// answer writes the final answer of attempt from the tool results the model
-// was handed (the full outputs, replayed or not).
-func (sc scenario) answer(attempt int, msgs []agent.Message) string {
+// answer writes the final answer of gateAttempt from the tool results the
+// model was handed (the full outputs, replayed or not).
+func (sc scenario) answer(gateAttempt int, msgs []agent.Message) string {
 	var name, lastSendErr string
 	sent := false
 	for _, m := range msgs {
@@ -176,7 +176,7 @@ func (sc scenario) answer(attempt int, msgs []agent.Message) string {
 	switch {
 	case !sent:
 		text = "I could not send the welcome mail (" + lastSendErr + ")"
-	case name != "" && attempt >= sc.namesCustomerAt:
+	case name != "" && gateAttempt >= sc.namesCustomerAt:
 		text = "I sent the welcome mail to " + name + " <" + mailTo + ">"
 	default:
 		text = "I sent the welcome mail"

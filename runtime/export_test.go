@@ -1,0 +1,5 @@
+package runtime
+
+// DefaultFeedback is the feedback a gate's silent rejection is given, for
+// the external tests.
+const DefaultFeedback = defaultFeedback
