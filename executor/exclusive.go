@@ -18,18 +18,27 @@ func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Res
 	for {
 		f, done, leader := s.e.flights.join(s.scope, ent)
 		if leader {
-			res, err, released := s.claimAndRun(ctx, call, ent, &waited)
-			// A leader whose own context ended has no outcome to share: its
-			// followers carry on by themselves.
-			rerun := released || (err != nil && ctx.Err() != nil)
-			s.e.flights.land(s.scope, ent, f, res, err, rerun)
-			return res, err
+			return s.lead(ctx, call, ent, f, &waited)
 		}
 		res, err, again := s.follow(ctx, f, done, ent, &waited)
 		if !again {
 			return res, err
 		}
 	}
+}
+
+// lead runs the call as the leader of its flight, and lands the flight
+// however the call ends: a return, or a panic or runtime.Goexit in the tool
+// (whose claim runClaimed then released: the followers run the call
+// themselves, as callers woken by the release would).
+func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, f *flight, waited *waitBudget) (res Result, err error) {
+	rerun := true
+	defer func() { s.e.flights.land(s.scope, ent, f, res, err, rerun) }()
+	res, err, released := s.claimAndRun(ctx, call, ent, waited)
+	// A leader whose own context ended has no outcome to share: its
+	// followers carry on by themselves.
+	rerun = released || (err != nil && ctx.Err() != nil)
+	return res, err
 }
 
 // follow waits for the leader of an identical call in this process. again

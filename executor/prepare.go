@@ -164,6 +164,9 @@ func (p *Prepared) Run(ctx context.Context) (Result, error) {
 		case errors.Is(err, store.ErrLeaseLost):
 			return s.execute(ctx, p.Call, p.ent)
 		case err != nil:
+			// The tool did not run: give the claim up, so that the next
+			// caller runs the call at once instead of waiting for the lease.
+			s.release(ctx, p.ent, cr.Claim, err.Error())
 			return Result{}, err
 		}
 		cr.Claim = c
@@ -174,11 +177,16 @@ func (p *Prepared) Run(ctx context.Context) (Result, error) {
 
 // Release gives up the claim Prepare took for a call that will not run (the
 // turn was abandoned), so that the next caller runs it at once instead of
-// waiting for the lease to end. It does nothing for a call without one.
-func (p *Prepared) Release(ctx context.Context, cause string) {
+// waiting for the lease to end. It does nothing for a call without one. A
+// nil ctx is refused with a typed error, and the claim is kept.
+func (p *Prepared) Release(ctx context.Context, cause string) error {
 	if p.done || p.claim.State != store.ClaimGranted {
-		return
+		return nil
+	}
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
 	}
 	p.done = true
 	p.s.release(ctx, p.ent, p.claim.Claim, cause)
+	return nil
 }
