@@ -2,11 +2,13 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -35,27 +37,103 @@ func TestBadInputIsRejectedBeforeTheStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			bothModes(t, func(t *testing.T, mode Mode) {
-				b := setup(t, nil)
-				counting := &countingStore{Store: b.st}
-				exec := b.newExec(t, b.tool, &Config{Mode: mode})
-				exec.st = counting
+				b := setup(t, &Config{Mode: mode})
 				ctx := context.Background()
-				before := b.st.Stats()
 
-				res, err := exec.Execute(ctx, tc.call)
+				res, err := b.exec.Execute(ctx, tc.call)
 				require.ErrorIs(t, err, tc.want)
 				require.Equal(t, Result{}, res)
 
-				probes, err := exec.Probe(ctx, []Call{tc.call})
+				preps, err := b.exec.Prepare(ctx, []Call{tc.call})
 				require.NoError(t, err)
-				require.ErrorIs(t, probes[0].Err, tc.want)
+				require.ErrorIs(t, preps[0].Err, tc.want)
+				res, err = preps[0].Run(ctx)
+				require.ErrorIs(t, err, tc.want, "running a bad prepared call gives its error")
+				require.Equal(t, Result{}, res)
 
 				require.Zero(t, b.tool.runs.Load(), "the tool never ran")
-				require.Zero(t, counting.calls(), "the store was never asked")
-				require.Equal(t, before, b.st.Stats(), "nothing was stored")
+				require.Zero(t, b.calls.total(), "the store was never asked")
+				require.Equal(t, store.Stats{}, b.st.Stats(), "nothing was stored")
 			})
 		})
 	}
+}
+
+// Issue 8's defect: the executor checked calls against its own key limits
+// while the store enforced its own, so in probe-then-store mode a tool name
+// the store refuses ran the tool, then failed to store (OutcomeNotStored),
+// and every retry ran the side effect again. Calls are now checked against
+// the store's limits before the tool runs, in both modes.
+func TestToolNameOverTheStoreLimitIsRefusedBeforeTheToolRuns(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		st, err := memstore.New(nil) // default limits: MaxToolBytes 256
+		require.NoError(t, err)
+		calls := newCountingStore(st)
+		tool := &countingTool{}
+		idem, err := New(tool, calls, &Config{Mode: mode})
+		require.NoError(t, err)
+		exec := idem.ForScope(testScope)
+		ctx := context.Background()
+		long := call(strings.Repeat("t", 300), `{"to":"a@example.com"}`)
+
+		for range 2 { // a retry is refused the same way
+			res, err := exec.Execute(ctx, long)
+			require.ErrorIs(t, err, store.ErrTooLarge)
+			var limit *store.LimitError
+			require.ErrorAs(t, err, &limit)
+			require.Equal(t, store.LimitError{Limit: "MaxToolBytes", Value: 300, Max: contract.DefaultMaxToolBytes}, *limit)
+			var notStored *OutcomeNotStoredError
+			require.False(t, errors.As(err, &notStored), "refused before the tool ran, not after: %v", err)
+			require.NotErrorIs(t, err, contract.ErrOutcomeNotStored)
+			require.Equal(t, contract.ClassBadCall, ClassOf(err))
+			require.Equal(t, Result{}, res)
+		}
+		preps, err := exec.Prepare(ctx, []Call{long})
+		require.NoError(t, err)
+		require.ErrorIs(t, preps[0].Err, store.ErrTooLarge)
+
+		_, err = EntryOf(long, st.Limits())
+		require.ErrorIs(t, err, store.ErrTooLarge, "EntryOf refuses it under the store's limits too")
+		require.Zero(t, tool.runs.Load(), "the tool never ran")
+		require.Zero(t, calls.total(), "the store was never asked")
+		require.Equal(t, store.Stats{}, st.Stats(), "nothing was stored")
+	})
+}
+
+// The limits are the store's, whatever they are: a store that allows longer
+// tool names runs and stores such a call, one that allows shorter refuses it.
+func TestCallsAreCheckedAgainstTheStoresLimits(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		ctx := context.Background()
+		tool300 := call(strings.Repeat("t", 300), `{}`)
+		tool17 := call(strings.Repeat("t", 17), `{}`)
+
+		wide, err := memstore.New(&memstore.Config{Limits: store.Limits{MaxToolBytes: 1024}})
+		require.NoError(t, err)
+		tool := &countingTool{}
+		idem, err := New(tool, wide, &Config{Mode: mode})
+		require.NoError(t, err)
+		res, err := idem.ForScope(testScope).Execute(ctx, tool300)
+		require.NoError(t, err)
+		require.False(t, res.Replayed)
+		res, err = idem.ForScope(testScope).Execute(ctx, tool300)
+		require.NoError(t, err)
+		require.True(t, res.Replayed, "stored by the store that allows it")
+		require.EqualValues(t, 1, tool.runs.Load())
+
+		narrow, err := memstore.New(&memstore.Config{Limits: store.Limits{MaxToolBytes: 16}})
+		require.NoError(t, err)
+		idem, err = New(tool, narrow, &Config{Mode: mode})
+		require.NoError(t, err)
+		_, err = idem.ForScope(testScope).Execute(ctx, tool17)
+		var limit *store.LimitError
+		require.ErrorAs(t, err, &limit)
+		require.Equal(t, store.LimitError{Limit: "MaxToolBytes", Value: 17, Max: 16}, *limit)
+		require.EqualValues(t, 1, tool.runs.Load(), "refused before the tool ran")
+		require.Equal(t, store.Stats{}, narrow.Stats())
+	})
 }
 
 func TestValidOddArgumentsAreAccepted(t *testing.T) {
@@ -68,38 +146,43 @@ func TestValidOddArgumentsAreAccepted(t *testing.T) {
 	}
 }
 
-func TestNewRejectsBadSetup(t *testing.T) {
+func TestNilContextIsRefusedWithATypedError(t *testing.T) {
 	t.Parallel()
-	st, err := memstore.New(nil)
-	require.NoError(t, err)
-	tool := &countingTool{}
-	cases := []struct {
-		name  string
-		inner Executor
-		st    store.Store
-		scope string
-		cfg   *Config
-		want  error
-	}{
-		{"nil inner", nil, st, "run", nil, store.ErrInvalidInput},
-		{"nil store", tool, nil, "run", nil, store.ErrInvalidInput},
-		{"empty scope", tool, st, "", nil, store.ErrInvalidInput},
-		{"scope too long", tool, st, strings.Repeat("s", 257), nil, store.ErrTooLarge},
-		{"scope not UTF-8", tool, st, "\xff", nil, store.ErrInvalidInput},
-		{"scope with NUL", tool, st, "a\x00", nil, store.ErrInvalidInput},
-		{"unknown mode", tool, st, "run", &Config{Mode: 9}, store.ErrInvalidInput},
-		{"negative lease", tool, st, "run", &Config{Lease: -1}, store.ErrInvalidInput},
-		{"renewal not shorter than the lease", tool, st, "run", &Config{Lease: 10, RenewEvery: 10}, store.ErrInvalidInput},
-		{"negative max wait", tool, st, "run", &Config{MaxWait: -1}, store.ErrInvalidInput},
-		{"negative scope ttl", tool, st, "run", &Config{ScopeTTL: -1}, store.ErrInvalidInput},
-	}
-	for _, tc := range cases {
-		e, err := New(tc.inner, tc.st, tc.scope, tc.cfg)
-		require.ErrorIs(t, err, tc.want, tc.name)
-		require.Nil(t, e, tc.name)
-	}
-	require.Zero(t, tool.runs.Load())
-	require.Equal(t, store.Stats{}, st.Stats())
+	var nilCtx context.Context // a variable, so that vet does not refuse the test
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode})
+		c := call("send_mail", `{}`)
+
+		res, err := b.exec.Execute(nilCtx, c)
+		require.ErrorIs(t, err, store.ErrInvalidInput)
+		var in *store.InputError
+		require.ErrorAs(t, err, &in)
+		require.Equal(t, "ctx", in.Field)
+		require.Equal(t, Result{}, res)
+
+		preps, err := b.exec.Prepare(nilCtx, []Call{c, call("other", `{}`)})
+		require.NoError(t, err)
+		require.Len(t, preps, 2)
+		for _, p := range preps {
+			require.ErrorIs(t, p.Err, store.ErrInvalidInput)
+		}
+		require.Zero(t, b.calls.total(), "the store was never asked")
+
+		// A prepared call run with a nil context is refused, and keeps its
+		// claim for a proper Run or Release.
+		preps, err = b.exec.Prepare(context.Background(), []Call{c})
+		require.NoError(t, err)
+		_, err = preps[0].Run(nilCtx)
+		require.ErrorIs(t, err, store.ErrInvalidInput)
+		require.NotPanics(t, func() { preps[0].Release(nilCtx, "abandoned") }, "Release with a nil context")
+		preps[0].Release(context.Background(), "abandoned")
+		require.Zero(t, b.tool.runs.Load(), "the tool never ran")
+
+		res, err = b.exec.Execute(bounded(t), c)
+		require.NoError(t, err, "the prepared claim was given up")
+		require.False(t, res.Replayed)
+		require.Zero(t, b.st.Stats().Waits)
+	})
 }
 
 func TestResultOverTheStoreLimitIsNotStoredAndLeavesNoClaim(t *testing.T) {
@@ -110,9 +193,10 @@ func TestResultOverTheStoreLimitIsNotStoredAndLeavesNoClaim(t *testing.T) {
 		tool := &countingTool{behave: func(context.Context, Call) (Result, error) {
 			return Result{Output: []byte(strings.Repeat("r", 17))}, nil
 		}}
-		exec, err := New(tool, st, testScope, &Config{Mode: mode})
+		idem, err := New(tool, st, &Config{Mode: mode})
 		require.NoError(t, err)
-		ctx := context.Background()
+		exec := idem.ForScope(testScope)
+		ctx := bounded(t)
 		c := call("t", `{}`)
 
 		res, err := exec.Execute(ctx, c)
@@ -122,6 +206,7 @@ func TestResultOverTheStoreLimitIsNotStoredAndLeavesNoClaim(t *testing.T) {
 		require.Equal(t, "MaxResultBytes", limit.Limit)
 		var notStored *OutcomeNotStoredError
 		require.ErrorAs(t, err, &notStored)
+		require.ErrorIs(t, err, contract.ErrOutcomeNotStored)
 		require.Len(t, notStored.Result.Output, 17)
 		require.Len(t, res.Output, 17)
 

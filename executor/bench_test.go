@@ -17,14 +17,15 @@ var benchCall = call("send_mail",
 		strings.Repeat("lorem ipsum ", 16)+`","priority":3}`)
 
 // benchExec returns an executor whose store holds benchCall's 1 KiB outcome.
-func benchExec(b *testing.B, mode Mode, share bool) *Idempotent {
+func benchExec(b *testing.B, mode Mode, share bool) *Scoped {
 	b.Helper()
 	st, err := memstore.New(&memstore.Config{CopyResults: !share})
 	require.NoError(b, err)
 	out := []byte(strings.Repeat("r", 1024))
 	tool := ExecutorFunc(func(context.Context, Call) (Result, error) { return Result{Output: out}, nil })
-	e, err := New(tool, st, "bench-run", &Config{Mode: mode})
+	idem, err := New(tool, st, &Config{Mode: mode})
 	require.NoError(b, err)
+	e := idem.ForScope("bench-run")
 	_, err = e.Execute(context.Background(), benchCall)
 	require.NoError(b, err)
 	return e
@@ -48,9 +49,9 @@ var benchVariants = []benchVariant{
 	{ModeProbeThenStore, false}, {ModeProbeThenStore, true},
 }
 
-// BenchmarkExecuteHit measures a replay end to end: keyhash (canonical
+// BenchmarkExecuteReplay measures a replay end to end: keyhash (canonical
 // arguments, key, fingerprint) plus the store lookup.
-func BenchmarkExecuteHit(b *testing.B) {
+func BenchmarkExecuteReplay(b *testing.B) {
 	ctx := context.Background()
 	for _, v := range benchVariants {
 		b.Run(v.String(), func(b *testing.B) {
@@ -78,18 +79,18 @@ func BenchmarkExecuteHit(b *testing.B) {
 	}
 }
 
-// BenchmarkExecuteHitBeyondKeyhash measures what the executor and the store
-// add to a replay once the call's key and fingerprint are known.
-func BenchmarkExecuteHitBeyondKeyhash(b *testing.B) {
+// BenchmarkExecuteReplayBeyondKeyhash measures what the executor and the
+// store add to a replay once the call's key and fingerprint are known.
+func BenchmarkExecuteReplayBeyondKeyhash(b *testing.B) {
 	ctx := context.Background()
 	for _, v := range benchVariants {
 		b.Run(v.String(), func(b *testing.B) {
 			e := benchExec(b, v.mode, v.share)
-			ent, err := e.entry(benchCall)
+			ent, err := e.e.entry(benchCall)
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := e.executeEntry(ctx, benchCall, ent)
+				res, err := e.execute(ctx, benchCall, ent)
 				if err != nil || !res.Replayed {
 					b.Fatal(res, err)
 				}
@@ -98,23 +99,25 @@ func BenchmarkExecuteHitBeyondKeyhash(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreHitAlone is the floor under BenchmarkExecuteHitBeyondKeyhash:
-// the store's own lookup (Claim in exclusive mode, Get in probe-then-store
-// mode) with nothing of the executor around it.
-func BenchmarkStoreHitAlone(b *testing.B) {
+// BenchmarkStoreReplayAlone is the floor under
+// BenchmarkExecuteReplayBeyondKeyhash: the store's own lookup (Claim in
+// exclusive mode, Get in probe-then-store mode) with nothing of the executor
+// around it.
+func BenchmarkStoreReplayAlone(b *testing.B) {
 	ctx := context.Background()
 	for _, v := range benchVariants {
 		b.Run(v.String(), func(b *testing.B) {
 			e := benchExec(b, v.mode, v.share)
-			ent, err := e.entry(benchCall)
+			ent, err := e.e.entry(benchCall)
 			require.NoError(b, err)
+			st := e.e.st
 			b.ReportAllocs()
 			for b.Loop() {
 				if v.mode == ModeExclusive {
-					if _, err := e.st.Claim(ctx, e.scope, ent, e.cfg.Lease, e.wopts); err != nil {
+					if _, err := st.Claim(ctx, e.scope, ent, e.e.cfg.Lease, e.e.wopts); err != nil {
 						b.Fatal(err)
 					}
-				} else if _, err := e.st.Get(ctx, e.scope, ent.Key); err != nil {
+				} else if _, err := st.Get(ctx, e.scope, ent.Key); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -128,15 +131,16 @@ func BenchmarkKeyhashOfCall(b *testing.B) {
 	e := benchExec(b, ModeExclusive, true)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.entry(benchCall); err != nil {
+		if _, err := e.e.entry(benchCall); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkProbe measures one probe of a model turn's calls: four calls, two
-// of them stored.
-func BenchmarkProbe(b *testing.B) {
+// BenchmarkPrepare measures one Prepare of a model turn's four calls, two
+// of them stored, and the Release of the two claims it took for the misses
+// (so that every iteration claims them again).
+func BenchmarkPrepare(b *testing.B) {
 	ctx := context.Background()
 	for _, share := range []bool{false, true} {
 		b.Run(fmt.Sprintf("results=%v", map[bool]string{false: "copied", true: "shared"}[share]), func(b *testing.B) {
@@ -147,10 +151,12 @@ func BenchmarkProbe(b *testing.B) {
 			calls := []Call{benchCall, stored2, call("lookup", `{"q":"news"}`), call("calc", `{"x":1}`)}
 			b.ReportAllocs()
 			for b.Loop() {
-				probes, err := e.Probe(ctx, calls)
-				if err != nil || !probes[0].Hit || !probes[1].Hit || probes[2].Hit {
-					b.Fatal(probes, err)
+				preps, err := e.Prepare(ctx, calls)
+				if err != nil || !preps[0].Replayed || !preps[1].Replayed || preps[2].Replayed {
+					b.Fatal(preps, err)
 				}
+				preps[2].Release(ctx, "bench")
+				preps[3].Release(ctx, "bench")
 			}
 		})
 	}

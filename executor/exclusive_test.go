@@ -12,9 +12,12 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-func TestConcurrentIdenticalCallersRunOnceInExclusiveMode(t *testing.T) {
+// Callers in several processes (executors on one store) that ask for the
+// same call at once run it once: each process coalesces its own callers,
+// and the processes meet at the store's claim.
+func TestConcurrentIdenticalCallersInSeveralProcessesRunOnce(t *testing.T) {
 	t.Parallel()
-	const callers = 50
+	const processes, perProcess = 5, 10
 	b := setup(t, &Config{MaxWait: time.Minute})
 	ctx := context.Background()
 	g := newGate()
@@ -22,19 +25,29 @@ func TestConcurrentIdenticalCallersRunOnceInExclusiveMode(t *testing.T) {
 		g.wait()
 		return Result{Output: []byte("mail sent")}, nil
 	}
-
-	results := make(chan result, callers)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			res, err := b.exec.Execute(ctx, call("send_mail", `{"to":"a@example.com"}`))
-			results <- result{res, err}
-		})
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	execs := []*Scoped{b.exec}
+	for range processes - 1 {
+		execs = append(execs, b.newExec(t, b.tool, &Config{MaxWait: time.Minute}))
 	}
-	// Hold the tool until every other caller is waiting for it, so the
-	// callers really overlap.
+
+	results := make(chan result, processes*perProcess)
+	var wg sync.WaitGroup
+	for _, exec := range execs {
+		for range perProcess {
+			wg.Go(func() {
+				res, err := exec.Execute(ctx, c)
+				results <- result{res, err}
+			})
+		}
+	}
+	// Hold the tool until every other caller waits for it: in its process
+	// behind that process's first caller, which waits at the store.
 	g.awaitStart(t)
-	require.Eventually(t, func() bool { return b.st.Stats().Waits >= callers-1 }, 10*time.Second, time.Millisecond)
+	for _, exec := range execs {
+		awaitFollowers(t, exec, c, perProcess-1)
+	}
+	require.Eventually(t, func() bool { return b.st.Stats().Waits >= processes-1 }, 10*time.Second, time.Millisecond)
 	g.release()
 	wg.Wait()
 	close(results)
@@ -48,7 +61,8 @@ func TestConcurrentIdenticalCallersRunOnceInExclusiveMode(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 1, b.tool.runs.Load())
-	require.Equal(t, callers-1, replayed)
+	require.Equal(t, processes*perProcess-1, replayed)
+	require.EqualValues(t, 1, b.st.Stats().Claims, "one claim granted over all processes")
 }
 
 func TestProbeThenStoreMayRunConcurrentCallersTwice(t *testing.T) {
@@ -104,26 +118,31 @@ func TestWaiterGetsInFlightErrorAfterMaxWait(t *testing.T) {
 	holder := goExecute(ctx, b.exec, c)
 	g.awaitStart(t)
 	leaseUntil := b.clock.Now().Add(DefaultLease)
+	key := entryOf(t, b.exec, c).Key
 
+	// A waiter in another process waits at the store, and learns when the
+	// holder's lease ends.
+	other := b.newExec(t, b.tool, &Config{MaxWait: maxWait})
 	begin := time.Now()
-	res, err := b.exec.Execute(ctx, c)
+	res, err := other.Execute(ctx, c)
 	require.GreaterOrEqual(t, time.Since(begin), maxWait, "the waiter gives up only after MaxWait")
 	require.ErrorIs(t, err, store.ErrInFlight)
+	require.True(t, Retryable(err))
 	var inFlight *store.InFlightError
 	require.ErrorAs(t, err, &inFlight)
 	require.Equal(t, testScope, inFlight.Scope)
-	require.Equal(t, entryOf(t, b.exec, c).Key, inFlight.Key)
+	require.Equal(t, key, inFlight.Key)
 	require.True(t, leaseUntil.Equal(inFlight.LeaseUntil), "lease until %v, want %v", inFlight.LeaseUntil, leaseUntil)
 	require.Equal(t, Result{}, res)
 
-	// A waiter whose own context ends gets its context's error.
-	cctx, cancel := context.WithCancelCause(ctx)
-	cause := errors.New("caller gave up")
-	waitsBefore := b.st.Stats().Waits
-	waiter := goExecute(cctx, b.exec, c)
-	require.Eventually(t, func() bool { return b.st.Stats().Waits > waitsBefore }, 10*time.Second, time.Millisecond)
-	cancel(cause)
-	require.ErrorIs(t, await(t, waiter).err, cause)
+	// A waiter in the holder's process waits in-process, with the same bound.
+	begin = time.Now()
+	res, err = b.exec.Execute(ctx, c)
+	require.GreaterOrEqual(t, time.Since(begin), maxWait, "the follower gives up only after MaxWait")
+	require.ErrorAs(t, err, &inFlight)
+	require.Equal(t, testScope, inFlight.Scope)
+	require.Equal(t, key, inFlight.Key)
+	require.Equal(t, Result{}, res)
 
 	g.release()
 	require.NoError(t, await(t, holder).err)
@@ -131,6 +150,40 @@ func TestWaiterGetsInFlightErrorAfterMaxWait(t *testing.T) {
 	again, err := b.exec.Execute(ctx, c)
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
+}
+
+// A waiter whose own context ends gets its context's error, in another
+// process or in the holder's, and the call still runs once.
+func TestWaiterWhoseContextEndsGetsItsCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxWait: time.Minute})
+	ctx := context.Background()
+	g := newGate()
+	b.tool.behave = func(context.Context, Call) (Result, error) { g.wait(); return Result{Output: []byte("done")}, nil }
+	c := call("long_job", `{}`)
+	holder := goExecute(ctx, b.exec, c)
+	g.awaitStart(t)
+
+	other := b.newExec(t, b.tool, &Config{MaxWait: time.Minute})
+	for name, exec := range map[string]*Scoped{"other process": other, "same process": b.exec} {
+		cctx, cancel := context.WithCancelCause(ctx)
+		cause := errors.New("caller gave up")
+		waitsBefore := b.st.Stats().Waits
+		waiter := goExecute(cctx, exec, c)
+		if exec == other {
+			require.Eventually(t, func() bool { return b.st.Stats().Waits > waitsBefore }, 10*time.Second, time.Millisecond)
+		} else {
+			awaitFollowers(t, exec, c, 1)
+		}
+		cancel(cause)
+		r := await(t, waiter)
+		require.ErrorIs(t, r.err, cause, name)
+		require.Equal(t, Result{}, r.res, name)
+	}
+
+	g.release()
+	require.NoError(t, await(t, holder).err)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "never a second execution")
 }
 
 func TestFailedCallReleasesClaimSoNextCallerRuns(t *testing.T) {
@@ -148,11 +201,11 @@ func TestFailedCallReleasesClaimSoNextCallerRuns(t *testing.T) {
 			// A caller that found the claim still held would wait a minute
 			// and fail; the deadline makes that a quick failure instead.
 			b := setup(t, &Config{MaxWait: time.Minute})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			ctx := bounded(t)
 			b.tool.behave = fail
 			c := call("charge", `{"cents":100}`)
 			_, _ = b.exec.Execute(ctx, c)
+			require.Equal(t, map[string]int{"Claim": 1, "Release": 1}, b.calls.counts())
 
 			b.tool.behave = nil
 			res, err := b.exec.Execute(ctx, c)

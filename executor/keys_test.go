@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -31,10 +32,13 @@ func TestInvocationIDWithDifferentArgumentsIsRefused(t *testing.T) {
 			require.Equal(t, entryOf(t, b.exec, orig).Fingerprint, mm.Stored)
 			require.Equal(t, entryOf(t, b.exec, c).Fingerprint, mm.Requested)
 
-			probes, err := b.exec.Probe(ctx, []Call{c})
+			preps, err := b.exec.Prepare(ctx, []Call{c})
 			require.NoError(t, err)
-			require.ErrorIs(t, probes[0].Err, store.ErrFingerprintMismatch, name)
-			require.False(t, probes[0].Hit)
+			require.ErrorIs(t, preps[0].Err, store.ErrFingerprintMismatch, name)
+			require.False(t, preps[0].Replayed)
+			_, err = preps[0].Run(ctx)
+			require.ErrorIs(t, err, store.ErrFingerprintMismatch, name)
+			require.Equal(t, contract.ClassBadCall, ClassOf(err))
 		}
 		require.EqualValues(t, 1, b.tool.runs.Load(), "a refused call never runs")
 

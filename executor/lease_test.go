@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ func TestLeaseIsRenewedWhileToolRuns(t *testing.T) {
 	require.Equal(t, "report", string(r.res.Output))
 	require.Zero(t, b.st.Stats().Takeovers)
 	require.EqualValues(t, 1, b.tool.runs.Load())
+	require.Equal(t, map[string]int{"Claim": 1, "Renew": 3, "Complete": 1}, b.calls.counts())
 	again, err := other.Execute(ctx, c)
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
@@ -61,6 +64,9 @@ func TestRenewalStopsWhenCallEnds(t *testing.T) {
 		"success":       func(context.Context, context.CancelFunc) (Result, error) { return Result{Output: []byte("ok")}, nil },
 		"error":         func(context.Context, context.CancelFunc) (Result, error) { return Result{}, errors.New("boom") },
 		"failed result": func(context.Context, context.CancelFunc) (Result, error) { return Result{Failed: true}, nil },
+		"unknown outcome": func(context.Context, context.CancelFunc) (Result, error) {
+			return Result{}, errTimeout
+		},
 		"caller cancelled": func(_ context.Context, cancel context.CancelFunc) (Result, error) {
 			cancel()
 			return Result{Output: []byte("ok")}, nil
@@ -75,13 +81,17 @@ func TestRenewalStopsWhenCallEnds(t *testing.T) {
 		b := setup(t, nil)
 		renewals := useManualRenewals(b.exec)
 		ctx, cancel := context.WithCancel(context.Background())
+		var renewErr error
 		b.tool.behave = func(tctx context.Context, _ Call) (Result, error) {
-			require.NoError(t, renewals.renew(t), name) // the renewals run during the call
+			renewErr = renewals.renew(t) // the renewals run during the call
 			return end(tctx, cancel)
 		}
 		_, _ = b.exec.Execute(ctx, call("job", `{}`))
 		cancel()
-		require.EqualValues(t, 1, renewals.stops.Load(), "%s: the renewal clock is stopped", name)
+		require.NoError(t, renewErr, name)
+		started, running := renewals.counts()
+		require.Equal(t, 1, started, name)
+		require.Zero(t, running, "%s: the renewal goroutine ended with the call", name)
 		select {
 		case renewals.ticks <- time.Time{}:
 			t.Fatalf("%s: a renewal goroutine outlived the call", name)
@@ -94,12 +104,163 @@ func TestRenewalStopsWhenCallEnds(t *testing.T) {
 	renewals := useManualRenewals(b.exec)
 	b.tool.behave = func(context.Context, Call) (Result, error) { panic("tool bug") }
 	require.PanicsWithValue(t, "tool bug", func() { _, _ = b.exec.Execute(context.Background(), call("job", `{}`)) })
-	require.EqualValues(t, 1, renewals.stops.Load())
+	started, running := renewals.counts()
+	require.Equal(t, 1, started)
+	require.Zero(t, running)
+	require.Equal(t, map[string]int{"Claim": 1, "Release": 1}, b.calls.counts())
 	b.tool.behave = nil
-	res, err := b.exec.Execute(context.Background(), call("job", `{}`))
-	require.NoError(t, err)
+	res, err := b.exec.Execute(bounded(t), call("job", `{}`))
+	require.NoError(t, err, "an identical call in the same process runs")
 	require.False(t, res.Replayed)
 	require.Zero(t, b.st.Stats().Waits, "the panicked call's claim was released")
+}
+
+// A tool whose goroutine ends by runtime.Goexit (what t.FailNow does in a
+// test tool) neither returns nor panics; it must not keep its claim, and its
+// renewals must stop (issue 7.2). Not parallel: goleak.
+func TestToolThatCallsGoexitGivesItsClaimUp(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	// goexitOn runs f on a goroutine of its own, as a caller whose tool
+	// calls runtime.Goexit, and reports whether f returned.
+	goexitOn := func(t *testing.T, f func()) (returned bool) {
+		t.Helper()
+		var ret atomic.Bool
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			f()
+			ret.Store(true)
+		}()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the caller's goroutine never ended")
+		}
+		return ret.Load()
+	}
+
+	t.Run("Execute", func(t *testing.T) {
+		b := setup(t, nil)
+		renewals := useManualRenewals(b.exec)
+		var renewErr error
+		b.tool.behave = func(context.Context, Call) (Result, error) {
+			b.tool.behave = nil // the next run succeeds
+			renewals.ticks <- time.Time{}
+			renewErr = <-renewals.renewed // renewing while the tool runs
+			runtime.Goexit()
+			return Result{}, nil
+		}
+		c := call("job", `{}`)
+		returned := goexitOn(t, func() { _, _ = b.exec.Execute(context.Background(), c) })
+		require.False(t, returned, "Execute does not swallow Goexit")
+		require.NoError(t, renewErr)
+		started, running := renewals.counts()
+		require.Equal(t, 1, started)
+		require.Zero(t, running, "the renewals stopped")
+		require.Equal(t, map[string]int{"Claim": 1, "Renew": 1, "Release": 1}, b.calls.counts(), "the claim was released")
+
+		res, err := b.exec.Execute(bounded(t), c)
+		require.NoError(t, err, "an identical call in the same process runs")
+		require.False(t, res.Replayed)
+		require.EqualValues(t, 2, b.tool.runs.Load())
+		require.Zero(t, b.st.Stats().Waits, "nobody waited for the exited call")
+	})
+
+	t.Run("Prepared.Run", func(t *testing.T) {
+		b := setup(t, nil)
+		renewals := useManualRenewals(b.exec)
+		b.tool.behave = func(context.Context, Call) (Result, error) {
+			b.tool.behave = nil
+			runtime.Goexit()
+			return Result{}, nil
+		}
+		c := call("job", `{}`)
+		preps, err := b.exec.Prepare(context.Background(), []Call{c})
+		require.NoError(t, err)
+		returned := goexitOn(t, func() { _, _ = preps[0].Run(context.Background()) })
+		require.False(t, returned)
+		_, running := renewals.counts()
+		require.Zero(t, running)
+		require.Equal(t, map[string]int{"ClaimMany": 1, "Release": 1}, b.calls.counts())
+
+		res, err := b.exec.Execute(bounded(t), c)
+		require.NoError(t, err)
+		require.False(t, res.Replayed)
+		require.Zero(t, b.st.Stats().Waits)
+	})
+}
+
+// A call that ends before its first renewal is due starts no renewal
+// goroutine and makes no renewal. Not parallel: it counts goroutines.
+func TestCallShorterThanRenewEveryStartsNoRenewal(t *testing.T) {
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: 20 * time.Minute})
+	var renewed atomic.Int64
+	b.idem.onRenew = func(store.Claim, error) { renewed.Add(1) }
+	var rs []*renewal
+	b.idem.startRenewals = func(every time.Duration, r *renewal) {
+		rs = append(rs, r)
+		lazyRenewals(every, r) // the production start
+	}
+	before := goleak.IgnoreCurrent()
+	var during error
+	b.tool.behave = func(context.Context, Call) (Result, error) {
+		during = goleak.Find(before) // the call's own goroutine is the test's
+		return Result{Output: []byte("quick")}, nil
+	}
+	_, err := b.exec.Execute(context.Background(), call("quick", `{}`))
+	require.NoError(t, err)
+	require.NoError(t, during, "no goroutine runs beside a quick call")
+	require.Len(t, rs, 1, "the renewal was set up")
+	require.Zero(t, renewed.Load())
+	require.Zero(t, b.calls.counts()["Renew"])
+	select {
+	case <-rs[0].done:
+	default:
+		t.Fatal("the renewal is not marked done")
+	}
+	goleak.VerifyNone(t, before)
+}
+
+// A call that outlives RenewEvery renews on the production timer, and the
+// renewals end with the call.
+func TestLongCallRenewsOnTheProductionTimer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: time.Millisecond})
+	renewed := make(chan error, 64)
+	b.idem.onRenew = func(_ store.Claim, err error) {
+		select {
+		case renewed <- err:
+		default:
+		}
+	}
+	var rs []*renewal
+	b.idem.startRenewals = func(every time.Duration, r *renewal) {
+		rs = append(rs, r)
+		lazyRenewals(every, r)
+	}
+	b.tool.behave = func(context.Context, Call) (Result, error) {
+		for range 2 { // the first renewal and one on the ticker
+			select {
+			case err := <-renewed:
+				if err != nil {
+					return Result{}, err
+				}
+			case <-time.After(10 * time.Second):
+				return Result{}, errors.New("never renewed")
+			}
+		}
+		return Result{Output: []byte("long")}, nil
+	}
+	_, err := b.exec.Execute(context.Background(), call("long", `{}`))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, b.calls.counts()["Renew"], 2)
+	require.Len(t, rs, 1)
+	select {
+	case <-rs[0].done:
+	default:
+		t.Fatal("the renewals outlived the call")
+	}
 }
 
 func TestStaleHolderGetsLeaseLostAndOutcomeNotStored(t *testing.T) {

@@ -22,12 +22,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const testScope = "run-1"
 
 // testBundle is what most tests need: a store on a manual clock, a tool that
-// counts its executions, and an executor over both.
+// counts its executions, and an executor over both, bound to testScope.
 type testBundle struct {
 	clock *memstoretest.ManualClock
 	st    *memstore.Store
+	calls *countingStore // st as the executor sees it: counts every call
 	tool  *countingTool
-	exec  *Idempotent
+	idem  *Idempotent
+	exec  *Scoped // idem.ForScope(testScope)
 }
 
 // setup builds a bundle; cfg may be nil. The tool succeeds with "ok:" plus
@@ -37,19 +39,20 @@ func setup(t *testing.T, cfg *Config) *testBundle {
 	clock := memstoretest.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	st, err := memstore.New(&memstore.Config{Clock: clock})
 	require.NoError(t, err)
+	calls := newCountingStore(st)
 	tool := &countingTool{}
-	exec, err := New(tool, st, testScope, cfg)
+	idem, err := New(tool, calls, cfg)
 	require.NoError(t, err)
-	return &testBundle{clock: clock, st: st, tool: tool, exec: exec}
+	return &testBundle{clock: clock, st: st, calls: calls, tool: tool, idem: idem, exec: idem.ForScope(testScope)}
 }
 
-// newExec builds another executor on the bundle's store: another process
-// working on the same run.
-func (b *testBundle) newExec(t *testing.T, inner Executor, cfg *Config) *Idempotent {
+// newExec builds another executor on the bundle's store (not counted):
+// another process working on the same run.
+func (b *testBundle) newExec(t *testing.T, inner Executor, cfg *Config) *Scoped {
 	t.Helper()
-	exec, err := New(inner, b.st, testScope, cfg)
+	idem, err := New(inner, b.st, cfg)
 	require.NoError(t, err)
-	return exec
+	return idem.ForScope(testScope)
 }
 
 // countingTool counts its executions and runs behave (nil: succeed).
@@ -101,20 +104,27 @@ func (g *gate) awaitStart(t *testing.T) {
 	}
 }
 
-// manualRenewals replaces an executor's renewal clock with ticks the test
-// sends, and reports every renewal's outcome.
+// manualRenewals replaces an executor's renewal start: the renewals of every
+// claimed call run at once on a goroutine that renews when the test sends a
+// tick, and report every renewal's outcome.
 type manualRenewals struct {
 	ticks   chan time.Time
 	renewed chan error
-	stops   atomic.Int64
+
+	mu      sync.Mutex
+	started []*renewal // guarded by mu
 }
 
-func useManualRenewals(e *Idempotent) *manualRenewals {
+// useManualRenewals must be called before s runs any call.
+func useManualRenewals(s *Scoped) *manualRenewals {
 	m := &manualRenewals{ticks: make(chan time.Time), renewed: make(chan error, 16)}
-	e.renewTicker = func(time.Duration) (<-chan time.Time, func()) {
-		return m.ticks, func() { m.stops.Add(1) }
+	s.e.startRenewals = func(_ time.Duration, r *renewal) {
+		m.mu.Lock()
+		m.started = append(m.started, r)
+		m.mu.Unlock()
+		go r.run(nil, m.ticks)
 	}
-	e.onRenew = func(_ store.Claim, err error) { m.renewed <- err }
+	s.e.onRenew = func(_ store.Claim, err error) { m.renewed <- err }
 	return m
 }
 
@@ -133,6 +143,21 @@ func (m *manualRenewals) renew(t *testing.T) error {
 		t.Fatal("the renewal never finished")
 		return nil
 	}
+}
+
+// counts returns how many renewals were started and how many of them are
+// still running (their goroutine has not ended).
+func (m *manualRenewals) counts() (started, running int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.started {
+		select {
+		case <-r.done:
+		default:
+			running++
+		}
+	}
+	return len(m.started), running
 }
 
 // bothModes runs f once per mode, as parallel subtests.
@@ -157,10 +182,10 @@ type result struct {
 	err error
 }
 
-func goExecute(ctx context.Context, e *Idempotent, c Call) <-chan result {
+func goExecute(ctx context.Context, s *Scoped, c Call) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		res, err := e.Execute(ctx, c)
+		res, err := s.Execute(ctx, c)
 		ch <- result{res, err}
 	}()
 	return ch
@@ -177,10 +202,40 @@ func await(t *testing.T, ch <-chan result) result {
 	}
 }
 
-// entryOf is the store entry Execute derives for c.
-func entryOf(t *testing.T, e *Idempotent, c Call) store.Entry {
+// bounded returns a context that ends after 10 seconds: a call expected not
+// to wait fails quickly instead of waiting for Config.MaxWait.
+func bounded(t *testing.T) context.Context {
 	t.Helper()
-	ent, err := e.entry(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// entryOf is the store entry Execute derives for c.
+func entryOf(t *testing.T, s *Scoped, c Call) store.Entry {
+	t.Helper()
+	ent, err := s.e.entry(c)
 	require.NoError(t, err)
 	return ent
+}
+
+// followers returns how many identical callers wait in this process for
+// the call ent of s in flight (flights), without a store call of their own.
+func followers(s *Scoped, ent store.Entry) int {
+	sh := s.e.flights.shard(ent.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	f := sh.m[flightKey{scope: s.scope, key: ent.Key, fp: ent.Fingerprint}]
+	if f == nil {
+		return 0
+	}
+	return f.followers
+}
+
+// awaitFollowers waits until n identical callers wait in-process for c.
+func awaitFollowers(t *testing.T, s *Scoped, c Call, n int) {
+	t.Helper()
+	ent := entryOf(t, s, c)
+	require.Eventually(t, func() bool { return followers(s, ent) >= n }, 10*time.Second, time.Millisecond,
+		"%d callers never waited in-process", n)
 }

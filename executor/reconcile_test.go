@@ -151,16 +151,17 @@ func TestDownstreamKeyIsStableAcrossRetriesAndTakeover(t *testing.T) {
 	require.Len(t, infos, 2)
 	require.Equal(t, infos[0].DownstreamKey, infos[1].DownstreamKey)
 	require.NotEmpty(t, infos[0].DownstreamKey)
-	require.Equal(t, CallInfo{Scope: testScope, Key: infos[0].Key, DownstreamKey: infos[0].DownstreamKey, Attempt: 1, Claim: infos[0].Claim}, infos[0])
+	ent := entryOf(t, b.exec, c)
+	require.Equal(t, CallInfo{Scope: testScope, Key: ent.Key, Fingerprint: ent.Fingerprint, Tool: "send_mail",
+		DownstreamKey: infos[0].DownstreamKey, Attempt: 1, Claim: infos[0].Claim}, infos[0])
+	require.Equal(t, ent, infos[0].Entry())
 	require.Equal(t, store.Claim{Scope: testScope, Key: infos[0].Key, Token: infos[0].Claim.Token, LeaseUntil: infos[0].Claim.LeaseUntil, Attempt: 1}, infos[0].Claim)
 	require.NotZero(t, infos[0].Claim.Token)
 	require.Equal(t, 3, infos[1].Attempt, "every claim counts: the released one, the crashed one, the takeover")
 	require.True(t, infos[1].TakenOver)
 
 	// Another run (scope) gets another downstream key for the same call.
-	otherRun, err := New(b.tool, b.st, "run-2", nil)
-	require.NoError(t, err)
-	_, err = otherRun.Execute(ctx, c)
+	_, err = b.idem.ForScope("run-2").Execute(ctx, c)
 	require.NoError(t, err)
 	require.Len(t, infos, 3)
 	require.Equal(t, infos[0].Key, infos[2].Key)

@@ -57,9 +57,10 @@ func TestReplayIsByteIdenticalAndMarkedReplayed(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Result{Output: out, Replayed: true}, again)
 		}
-		probes, err := b.exec.Probe(ctx, []Call{c})
+		preps, err := b.exec.Prepare(ctx, []Call{c})
 		require.NoError(t, err)
-		require.Equal(t, []Probe{{Hit: true, Result: Result{Output: out, Replayed: true}}}, probes)
+		require.True(t, preps[0].Replayed)
+		require.Equal(t, Result{Output: out, Replayed: true}, preps[0].Result)
 		require.EqualValues(t, 1, b.tool.runs.Load())
 	})
 }
@@ -87,9 +88,8 @@ func TestFailuresAreNotStoredByDefault(t *testing.T) {
 				require.True(t, failedAsExpected)
 				require.False(t, res.Replayed)
 
-				probes, err := b.exec.Probe(ctx, []Call{c})
-				require.NoError(t, err)
-				require.False(t, probes[0].Hit, "a failure must not be stored")
+				_, err = b.st.Get(ctx, testScope, entryOf(t, b.exec, c).Key)
+				require.ErrorIs(t, err, store.ErrNotFound, "a failure must not be stored")
 
 				// The next identical call runs the tool again, and its
 				// success is stored.
@@ -124,7 +124,7 @@ func TestPermanentFailuresStoredOnlyUnderPolicy(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, Result{Output: refused, Failed: true, Permanent: true}, first)
 
-		// Replayed as a reused cached failure, without running the tool.
+		// Replayed as a stored failure, without running the tool.
 		again, err := b.exec.Execute(ctx, call("charge", `{"cents":100}`))
 		require.NoError(t, err)
 		require.Equal(t, Result{Output: refused, Failed: true, Permanent: true, Replayed: true}, again)

@@ -1,0 +1,411 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// A turn of missing calls costs one store call before its tools run
+// (ClaimMany claims them all), then one Complete per call.
+func TestPrepareClaimsATurnOfMissesInOneStoreCall(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	b := setup(t, nil)
+	ctx := context.Background()
+	var turn []Call
+	for i := range n {
+		turn = append(turn, call("lookup", fmt.Sprintf(`{"q":%d}`, i)))
+	}
+	var atFirstRun map[string]int
+	b.tool.behave = func(_ context.Context, c Call) (Result, error) {
+		if atFirstRun == nil {
+			atFirstRun = b.calls.counts()
+		}
+		return Result{Output: append([]byte("found:"), c.Args...)}, nil
+	}
+
+	preps, err := b.exec.Prepare(ctx, turn)
+	require.NoError(t, err)
+	require.Len(t, preps, n)
+	require.Equal(t, map[string]int{"ClaimMany": 1}, b.calls.counts())
+	require.Zero(t, b.tool.runs.Load(), "Prepare runs nothing")
+	require.EqualValues(t, n, b.st.Stats().Claims, "every miss is claimed")
+	for i, p := range preps {
+		require.Equal(t, turn[i], p.Call)
+		require.NoError(t, p.Err)
+		require.False(t, p.Replayed)
+	}
+
+	for i := range preps {
+		res, err := preps[i].Run(ctx)
+		require.NoError(t, err)
+		require.Equal(t, Result{Output: append([]byte("found:"), turn[i].Args...)}, res)
+	}
+	require.Equal(t, map[string]int{"ClaimMany": 1}, atFirstRun, "one store call before the tools ran")
+	require.Equal(t, map[string]int{"ClaimMany": 1, "Complete": n}, b.calls.counts())
+	require.EqualValues(t, n, b.tool.runs.Load())
+
+	// The next turn replays them all, again in one store call.
+	b.calls.reset()
+	preps, err = b.exec.Prepare(ctx, turn)
+	require.NoError(t, err)
+	for i, p := range preps {
+		require.True(t, p.Replayed)
+		require.Equal(t, Result{Output: append([]byte("found:"), turn[i].Args...), Replayed: true}, p.Result)
+	}
+	require.Equal(t, map[string]int{"ClaimMany": 1}, b.calls.counts())
+}
+
+// Stored calls come back replayed, a bad call gets its error, and the others
+// are still prepared; running a replayed call touches neither tool nor store.
+func TestPrepareReplaysStoredCallsAndReportsBadOnes(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode})
+		ctx := context.Background()
+		stored1, stored2 := call("a", `{"n":1}`), call("b", `{"n":2}`)
+		for _, c := range []Call{stored1, stored2} {
+			_, err := b.exec.Execute(ctx, c)
+			require.NoError(t, err)
+		}
+		turn := []Call{
+			call("miss", `{}`),
+			stored2,
+			call("", `{}`), // bad: reported, the others still prepared
+			stored1,
+			call("miss", `{"other":true}`),
+		}
+		b.calls.reset()
+		preps, err := b.exec.Prepare(ctx, turn)
+		require.NoError(t, err)
+		step := map[Mode]string{ModeExclusive: "ClaimMany", ModeProbeThenStore: "GetMany"}[mode]
+		require.Equal(t, map[string]int{step: 1}, b.calls.counts(), "one store step for the whole turn")
+
+		require.Len(t, preps, len(turn))
+		require.False(t, preps[0].Replayed)
+		require.NoError(t, preps[0].Err)
+		require.True(t, preps[1].Replayed)
+		require.Equal(t, Result{Output: []byte(`ok:{"n":2}`), Replayed: true}, preps[1].Result)
+		require.ErrorIs(t, preps[2].Err, store.ErrInvalidInput)
+		require.False(t, preps[2].Replayed)
+		require.True(t, preps[3].Replayed)
+		require.Equal(t, Result{Output: []byte(`ok:{"n":1}`), Replayed: true}, preps[3].Result)
+		require.False(t, preps[4].Replayed)
+		require.NoError(t, preps[4].Err)
+
+		b.calls.reset()
+		for _, i := range []int{1, 3} {
+			res, err := preps[i].Run(ctx)
+			require.NoError(t, err)
+			require.Equal(t, preps[i].Result, res)
+		}
+		require.Zero(t, b.calls.total(), "a replayed call needs no store call")
+		require.EqualValues(t, 2, b.tool.runs.Load())
+
+		for _, i := range []int{0, 4} {
+			res, err := preps[i].Run(ctx)
+			require.NoError(t, err)
+			require.False(t, res.Replayed)
+		}
+		require.EqualValues(t, 4, b.tool.runs.Load())
+
+		// A turn of only bad calls, or no calls, never reaches the store.
+		b.calls.reset()
+		preps, err = b.exec.Prepare(ctx, []Call{call("", `{}`)})
+		require.NoError(t, err)
+		require.Error(t, preps[0].Err)
+		preps, err = b.exec.Prepare(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, preps)
+		require.Zero(t, b.calls.total())
+	})
+}
+
+// Prepare computes each call's key once; the Prepared carries the entry
+// EntryOf gives under the store's limits.
+func TestPreparedCarriesTheCallsEntry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	c := idCall("inv-1", "charge", `{"cents":100}`)
+	preps, err := b.exec.Prepare(context.Background(), []Call{c})
+	require.NoError(t, err)
+	want, err := EntryOf(c, b.st.Limits())
+	require.NoError(t, err)
+	require.Equal(t, want, preps[0].ent)
+	require.Equal(t, keyhash.IDKey("inv-1"), want.Key)
+	preps[0].Release(context.Background(), "test over")
+}
+
+// A call that appears twice in a turn is claimed once; running the second
+// replays the first.
+func TestPrepareClaimsADuplicateOnce(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode})
+		ctx := bounded(t)
+		c := call("send_mail", `{"to":"a@example.com"}`)
+		spelledOtherwise := call("send_mail", ` { "to" : "a@example.com" } `)
+
+		preps, err := b.exec.Prepare(ctx, []Call{c, spelledOtherwise})
+		require.NoError(t, err)
+		require.Len(t, preps, 2)
+		if mode == ModeExclusive {
+			require.EqualValues(t, 1, b.st.Stats().Claims, "claimed once")
+		}
+		first, err := preps[0].Run(ctx)
+		require.NoError(t, err)
+		require.False(t, first.Replayed)
+		second, err := preps[1].Run(ctx)
+		require.NoError(t, err)
+		require.True(t, second.Replayed)
+		require.Equal(t, first.Output, second.Output)
+		require.EqualValues(t, 1, b.tool.runs.Load())
+
+		// Running a Prepared again replays it too.
+		again, err := preps[0].Run(ctx)
+		require.NoError(t, err)
+		require.True(t, again.Replayed)
+		require.EqualValues(t, 1, b.tool.runs.Load())
+	})
+}
+
+// Release gives up a claim Prepare took for a call that will not run, so the
+// next caller runs it at once instead of waiting for the lease to end.
+func TestReleaseGivesUpAnUnusedClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	otherTool := &countingTool{}
+	other := b.newExec(t, otherTool, &Config{MaxWait: 20 * time.Millisecond})
+
+	preps, err := b.exec.Prepare(ctx, []Call{c})
+	require.NoError(t, err)
+	// Held: another caller finds the call in flight.
+	_, err = other.Execute(ctx, c)
+	require.ErrorIs(t, err, store.ErrInFlight)
+
+	preps[0].Release(ctx, "the turn was abandoned")
+	preps[0].Release(ctx, "again") // a second Release does nothing
+	require.Equal(t, map[string]int{"ClaimMany": 1, "Release": 1}, b.calls.counts())
+	res, err := other.Execute(bounded(t), c)
+	require.NoError(t, err)
+	require.False(t, res.Replayed)
+	require.EqualValues(t, 1, otherTool.runs.Load())
+	require.Zero(t, b.tool.runs.Load())
+
+	// A released Prepared that is run after all goes the ordinary way: here
+	// it replays what the other caller stored.
+	res, err = preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Replayed)
+	require.Zero(t, b.tool.runs.Load())
+
+	// Release of a replayed or bad Prepared does nothing.
+	preps, err = b.exec.Prepare(ctx, []Call{c, call("", `{}`)})
+	require.NoError(t, err)
+	b.calls.reset()
+	for i := range preps {
+		preps[i].Release(ctx, "unused")
+	}
+	require.Zero(t, b.calls.total())
+}
+
+// A Prepared whose claim waited longer than RenewEvery (the runtime reported
+// the turn first, or ran other calls) renews its lease before running.
+func TestPreparedCallThatWaitedRenewsBeforeRunning(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	b := setup(t, &Config{Lease: lease, RenewEvery: 10 * time.Second})
+	ctx := context.Background()
+	var during map[string]int
+	var info CallInfo
+	b.tool.behave = func(ctx context.Context, _ Call) (Result, error) {
+		during = b.calls.counts()
+		info, _ = CallInfoFrom(ctx)
+		return Result{Output: []byte("ok")}, nil
+	}
+	waited, fresh := call("waited", `{}`), call("fresh", `{}`)
+	preps, err := b.exec.Prepare(ctx, []Call{waited, fresh})
+	require.NoError(t, err)
+
+	// The first waited past RenewEvery, by the store's clock and the
+	// executor's.
+	b.clock.Advance(20 * time.Second)
+	preps[0].claimedAt = preps[0].claimedAt.Add(-20 * time.Second)
+	_, err = preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"ClaimMany": 1, "Renew": 1}, during, "renewed before the tool ran")
+	require.True(t, info.Claim.LeaseUntil.Equal(b.clock.Now().Add(lease)), "the tool runs under the renewed lease")
+
+	// One that did not wait runs at once, without a renewal.
+	b.calls.reset()
+	_, err = preps[1].Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{}, during)
+	require.Equal(t, map[string]int{"Complete": 1}, b.calls.counts())
+}
+
+// A Prepared whose lease was lost while it waited (another process took the
+// call over) never runs beside the new holder: it goes the ordinary way,
+// waits for the holder and replays its outcome.
+func TestPreparedCallWhoseLeaseWasLostDoesNotRunBesideTheNewHolder(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	b := setup(t, &Config{Lease: lease, MaxWait: time.Minute})
+	b.calls.waiting = make(chan struct{}, 8)
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	preps, err := b.exec.Prepare(ctx, []Call{c})
+	require.NoError(t, err)
+
+	// The claim waits past its lease; another process takes the call over.
+	b.clock.Advance(lease + time.Second)
+	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour)
+	g := newGate()
+	otherTool := &countingTool{behave: func(context.Context, Call) (Result, error) {
+		g.wait()
+		return Result{Output: []byte("sent by the new holder")}, nil
+	}}
+	holder := goExecute(ctx, b.newExec(t, otherTool, nil), c)
+	g.awaitStart(t)
+
+	ran := make(chan result, 1)
+	go func() {
+		res, err := preps[0].Run(ctx)
+		ran <- result{res, err}
+	}()
+	<-b.calls.waiting // the Prepared waits for the new holder
+	require.Zero(t, b.tool.runs.Load(), "not run beside the new holder")
+	g.release()
+	require.NoError(t, await(t, holder).err)
+
+	r := await(t, ran)
+	require.NoError(t, r.err)
+	require.Equal(t, Result{Output: []byte("sent by the new holder"), Replayed: true}, r.res)
+	require.Zero(t, b.tool.runs.Load())
+	counts := b.calls.counts()
+	require.Equal(t, 1, counts["Renew"], "the lost lease was found by the renewal")
+	require.Zero(t, counts["Complete"])
+}
+
+// A call in flight elsewhere when the turn is prepared is not claimed; its
+// Run waits for the holder and replays.
+func TestPreparedCallInFlightElsewhereWaitsAndReplays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxWait: time.Minute})
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	held, err := b.st.Claim(ctx, testScope, entryOf(t, b.exec, c), time.Hour, store.WriteOptions{})
+	require.NoError(t, err)
+
+	preps, err := b.exec.Prepare(ctx, []Call{c})
+	require.NoError(t, err)
+	require.False(t, preps[0].Replayed)
+	require.NoError(t, preps[0].Err)
+	require.Equal(t, map[string]int{"ClaimMany": 1}, b.calls.counts(), "Prepare does not wait")
+
+	b.calls.waiting = make(chan struct{}, 8)
+	ran := make(chan result, 1)
+	go func() {
+		res, err := preps[0].Run(ctx)
+		ran <- result{res, err}
+	}()
+	<-b.calls.waiting
+	_, err = b.st.Complete(ctx, held.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte("sent elsewhere")})
+	require.NoError(t, err)
+	r := await(t, ran)
+	require.NoError(t, r.err)
+	require.Equal(t, Result{Output: []byte("sent elsewhere"), Replayed: true}, r.res)
+	require.Zero(t, b.tool.runs.Load())
+}
+
+// failingStep is a store whose one-step lookups of a turn fail.
+type failingStep struct {
+	*countingStore
+	err error
+}
+
+func (f *failingStep) ClaimMany(context.Context, string, []store.Entry, time.Duration, store.WriteOptions) ([]store.ClaimResult, error) {
+	return nil, f.err
+}
+
+func (f *failingStep) GetMany(context.Context, string, []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
+	return nil, f.err
+}
+
+// When the turn's store step fails, Prepare says so and every call still
+// runs by the ordinary path.
+func TestPrepareStoreFailureLeavesCallsToTheOrdinaryPath(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode})
+		down := &store.UnavailableError{Op: "claim", Err: errors.New("connection reset")}
+		idem, err := New(b.tool, &failingStep{countingStore: b.calls, err: down}, &Config{Mode: mode})
+		require.NoError(t, err)
+		exec := idem.ForScope(testScope)
+		ctx := context.Background()
+		turn := []Call{call("a", `{}`), call("b", `{}`), call("", `{}`)}
+
+		preps, err := exec.Prepare(ctx, turn)
+		require.ErrorIs(t, err, store.ErrUnavailable)
+		require.True(t, Retryable(err))
+		require.Len(t, preps, len(turn))
+		require.ErrorIs(t, preps[2].Err, store.ErrInvalidInput, "a bad call is still reported")
+		for _, p := range preps[:2] {
+			require.NoError(t, p.Err)
+			res, err := p.Run(ctx)
+			require.NoError(t, err)
+			require.False(t, res.Replayed)
+		}
+		require.EqualValues(t, 2, b.tool.runs.Load())
+	})
+}
+
+// failingRenew is a store whose renewals fail with err.
+type failingRenew struct {
+	*countingStore
+	err error
+}
+
+func (f *failingRenew) Renew(context.Context, store.Claim, time.Duration) (store.Claim, error) {
+	f.count("Renew")
+	return store.Claim{}, f.err
+}
+
+// A Prepared whose renewal before running fails (the store is down, the
+// caller's context ended) does not run, and gives its claim up: the call is
+// known not to have run, so the next caller must not wait for the lease.
+func TestPreparedCallWhoseRenewalFailsGivesItsClaimUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	down := &store.UnavailableError{Op: "renew", Err: errors.New("connection reset")}
+	idem, err := New(b.tool, &failingRenew{countingStore: b.calls, err: down}, nil)
+	require.NoError(t, err)
+	exec := idem.ForScope(testScope)
+	ctx := context.Background()
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	preps, err := exec.Prepare(ctx, []Call{c})
+	require.NoError(t, err)
+	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour) // waited past RenewEvery
+
+	_, err = preps[0].Run(ctx)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.True(t, Retryable(err))
+	require.Zero(t, b.tool.runs.Load(), "not run without a renewed lease")
+	preps[0].Release(ctx, "the turn was abandoned") // what a careful caller adds
+
+	otherTool := &countingTool{}
+	res, err := b.newExec(t, otherTool, &Config{MaxWait: 20 * time.Millisecond}).Execute(bounded(t), c)
+	require.NoError(t, err, "the claim was given up")
+	require.False(t, res.Replayed)
+	require.EqualValues(t, 1, otherTool.runs.Load())
+}
