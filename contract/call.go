@@ -9,10 +9,14 @@ import (
 type InFlightError struct {
 	Scope      string
 	Key        Sum
-	LeaseUntil time.Time // when the holder's lease ends unless renewed
+	LeaseUntil time.Time // when the holder's lease ends unless renewed; zero for an identical call in this process
 }
 
 func (e *InFlightError) Error() string {
+	if e.LeaseUntil.IsZero() {
+		// An identical call in this process is running it.
+		return fmt.Sprintf("idemstore: call in flight: scope %s key %s is being run by an identical call in this process", Quote(e.Scope), e.Key)
+	}
 	return fmt.Sprintf("idemstore: call in flight: scope %s key %s held until %s",
 		Quote(e.Scope), e.Key, e.LeaseUntil.Format(time.RFC3339Nano))
 }

@@ -17,7 +17,7 @@ import (
 // However the tool's goroutine ends (a return, a panic, runtime.Goexit as
 // t.FailNow calls it), the renewal stops and a claim without an outcome is
 // released, so that no claim outlives its call.
-func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error, released bool) {
+func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released bool, err error) {
 	e := s.e
 	tctx := WithCallInfo(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver))
 	if cr.TakenOver {
@@ -56,7 +56,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 			finished = true
 			rn.stop()
 			e.warn(ctx, "idemstore: reconcile failed; the call was not run", s.scope, ent, rerr)
-			return Result{}, &ReconcileError{Err: rerr}, false
+			return Result{}, false, &ReconcileError{Err: rerr}
 		}
 		if found {
 			finished = true
@@ -68,9 +68,9 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 
 	res, err = e.inner.Execute(tctx, call)
 	if errors.Is(err, ErrOutcomeUnknown) {
-		res, err, released = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
+		res, released, err = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
 		finished = true
-		return res, err, released
+		return res, released, err
 	}
 	finished = true
 	c, lost := rn.stop()
@@ -84,7 +84,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 // can reconcile is asked at once, under the same (still renewed) claim;
 // otherwise the claim is kept, unrenewed, until its lease ends, so that the
 // next caller takes it over and reconciles instead of re-running at once.
-func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.Entry, rn *renewal, res Result, err error) (Result, error, bool) {
+func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.Entry, rn *renewal, res Result, err error) (Result, bool, error) {
 	e := s.e
 	if rec, ok := e.inner.(Reconciler); ok {
 		rres, found, rerr := rec.Reconcile(tctx, call)
@@ -103,24 +103,24 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 	}
 	rn.stop()
 	e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", s.scope, ent, err)
-	return res, err, false
+	return res, false, err
 }
 
 // finish stores the outcome of a claimed call, or releases the claim when
 // the outcome is not to be stored (released true). Writes survive the
 // caller's cancellation.
-func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res Result, err error) (Result, error, bool) {
+func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res Result, err error) (Result, bool, error) {
 	e := s.e
 	if err != nil {
 		s.release(ctx, ent, c, err.Error())
-		return res, err, true
+		return res, true, err
 	}
 	if res.Stored {
 		// The tool committed its outcome with its own write (CallInfo.Claim).
 		// Had its transaction rolled back, the claim stays pending and
 		// expires, and the next caller runs the call: neither happened.
 		e.debug(ctx, "idemstore: outcome stored by the tool in its own transaction", s.scope, ent)
-		return res, nil, false
+		return res, false, nil
 	}
 	out, ok := e.outcomeOf(res)
 	if !ok {
@@ -129,7 +129,7 @@ func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res
 			cause = "the tool reported a permanent failure (not stored by policy)"
 		}
 		s.release(ctx, ent, c, cause)
-		return res, nil, true
+		return res, true, nil
 	}
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
@@ -142,10 +142,10 @@ func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res
 			s.release(ctx, ent, c, cerr.Error())
 		}
 		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", s.scope, ent, cerr)
-		return res, &OutcomeNotStoredError{Result: res, Err: cerr}, false
+		return res, false, &OutcomeNotStoredError{Result: res, Err: cerr}
 	}
 	e.debug(ctx, "idemstore: outcome stored", s.scope, ent, slog.String("kind", out.Kind.String()))
-	return res, nil, false
+	return res, false, nil
 }
 
 // release gives up claim c so that the next caller runs the call.

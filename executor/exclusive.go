@@ -20,7 +20,7 @@ func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Res
 		if leader {
 			return s.lead(ctx, call, ent, f, &waited)
 		}
-		res, err, again := s.follow(ctx, f, done, ent, &waited)
+		res, again, err := s.follow(ctx, f, done, ent, &waited)
 		if !again {
 			return res, err
 		}
@@ -34,7 +34,7 @@ func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Res
 func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, f *flight, waited *waitBudget) (res Result, err error) {
 	rerun := true
 	defer func() { s.e.flights.land(s.scope, ent, f, res, err, rerun) }()
-	res, err, released := s.claimAndRun(ctx, call, ent, waited)
+	res, released, err := s.claimAndRun(ctx, call, ent, waited)
 	// A leader whose own context ended has no outcome to share: its
 	// followers carry on by themselves.
 	rerun = released || (err != nil && ctx.Err() != nil)
@@ -44,24 +44,24 @@ func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, f *flight
 // follow waits for the leader of an identical call in this process. again
 // is true when the leader's call failed and released its claim: the
 // follower then runs the call itself.
-func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, ent store.Entry, waited *waitBudget) (res Result, err error, again bool) {
+func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, ent store.Entry, waited *waitBudget) (res Result, again bool, err error) {
 	s.e.debug(ctx, "idemstore: identical call in flight in this process, waiting for it", s.scope, ent)
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return Result{}, context.Cause(ctx), false
+		return Result{}, false, context.Cause(ctx)
 	case <-waited.timer(s.e.cfg.MaxWait):
-		return Result{}, &store.InFlightError{Scope: s.scope, Key: ent.Key}, false
+		return Result{}, false, &store.InFlightError{Scope: s.scope, Key: ent.Key}
 	}
 	switch {
 	case f.rerun:
-		return Result{}, nil, true
+		return Result{}, true, nil
 	case f.err != nil:
-		return Result{}, f.err, false
+		return Result{}, false, f.err
 	}
 	r := f.res
 	r.Replayed, r.Stored = true, false
-	return r, nil, false
+	return r, false, nil
 }
 
 // claimAndRun claims the key in one atomic store step, then replays
@@ -71,18 +71,18 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 // Waiting is bounded by ctx and, over all rounds, by Config.MaxWait; past
 // it the caller gets *store.InFlightError and the call is never run a
 // second time while another caller's claim is live.
-func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, waited *waitBudget) (res Result, err error, released bool) {
+func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, waited *waitBudget) (res Result, released bool, err error) {
 	for {
 		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, s.e.wopts)
 		if err != nil {
-			return Result{}, err, false
+			return Result{}, false, err
 		}
-		res, err, released, wait := s.afterClaim(ctx, call, ent, cr)
+		res, released, wait, err := s.afterClaim(ctx, call, ent, cr)
 		if !wait {
-			return res, err, released
+			return res, released, err
 		}
 		if err := s.wait(ctx, ent, cr.Record, waited); err != nil {
-			return Result{}, err, false
+			return Result{}, false, err
 		}
 	}
 }
@@ -90,21 +90,21 @@ func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, wa
 // afterClaim acts on one claim decision: replay a completed record, run the
 // call under a granted claim, or (wait) tell the caller to wait for the
 // holder of a live claim and claim again.
-func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, err error, released, wait bool) {
+func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released, wait bool, err error) {
 	switch cr.State {
 	case store.ClaimCompleted:
 		if err := store.CheckFingerprint(s.scope, ent, cr.Record); err != nil {
-			return Result{}, err, false, false
+			return Result{}, false, false, err
 		}
 		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
-		return replay(cr.Record), nil, false, false
+		return replay(cr.Record), false, false, nil
 	case store.ClaimGranted:
-		res, err, released := s.runClaimed(ctx, call, ent, cr)
-		return res, err, released, false
+		res, released, err := s.runClaimed(ctx, call, ent, cr)
+		return res, released, false, err
 	case store.ClaimInFlight:
-		return Result{}, nil, false, true
+		return Result{}, false, true, nil
 	}
-	return Result{}, fmt.Errorf("idemstore: store returned unknown claim state %d", cr.State), false, false
+	return Result{}, false, false, fmt.Errorf("idemstore: store returned unknown claim state %d", cr.State)
 }
 
 // wait waits for the holder of the live claim rec, within the caller's wait

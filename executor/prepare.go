@@ -171,7 +171,7 @@ func (p *Prepared) Run(ctx context.Context) (Result, error) {
 		}
 		cr.Claim = c
 	}
-	res, err, _ := s.runClaimed(ctx, p.Call, p.ent, cr)
+	res, _, err := s.runClaimed(ctx, p.Call, p.ent, cr)
 	return res, err
 }
 
