@@ -40,15 +40,18 @@ func New(cfg *Config) (*Runtime, error) {
 // times.
 //
 // The transcript is returned also with an error, holding what happened so
-// far. Errors: *RejectedError (every attempt rejected), *TurnLimitError, a
-// gate's or the model's error (wrapped), or ctx's error once ctx is done:
-// cancellation stops the run before the next model turn or tool call.
+// far. Errors: *RejectedError (every attempt rejected), *TurnLimitError,
+// *ModelError (a permanent model failure, or a transient one with no model
+// left to fail over to), a gate's error (wrapped), or ctx's error once ctx
+// is done: cancellation stops the run before the next model turn or tool
+// call.
 func (r *Runtime) Run(ctx context.Context, input string) (Transcript, error) {
 	s := &run{
 		cfg:    r.cfg,
 		prober: r.prober,
 		steps:  stepWriter{emit: r.cfg.Progress, max: r.cfg.MaxStepOutput},
 		specs:  r.cfg.Tools.Specs(),
+		chain:  newChain(r.cfg.Model, r.cfg.Fallbacks),
 	}
 	if s.cfg.SystemPrompt != "" {
 		s.messages = append(s.messages, Message{Role: RoleSystem, Content: s.cfg.SystemPrompt})
@@ -67,6 +70,7 @@ type run struct {
 	specs    []ToolSpec
 	messages []Message
 	tr       Transcript
+	chain    chain // the models, and the one in use (see failover.go)
 }
 
 // loop makes the attempts: each ends with an answer offered to the gates.
@@ -113,12 +117,9 @@ func (s *run) attempt(ctx context.Context, attempt int) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		resp, err := s.cfg.Model.Complete(ctx, Request{Messages: slices.Clone(s.messages), Tools: slices.Clone(s.specs)})
+		resp, err := s.complete(ctx, attempt, turn, Request{Messages: s.messages, Tools: s.specs})
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return "", ctxErr
-			}
-			return "", fmt.Errorf("runtime: model, attempt %d turn %d: %w", attempt, turn, err)
+			return "", err
 		}
 		if len(resp.ToolCalls) == 0 {
 			return resp.Text, nil
