@@ -82,7 +82,7 @@ func TestFlagsDefaultToRetryWithAFreshExecutionID(t *testing.T) {
 
 	c, err := parseFlags([]string{"-execution-id", "run-7", "-scenario", "clean"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, options{executionID: "run-7", scenario: "clean", schema: pgstore.DefaultSchema}, c)
+	require.Equal(t, options{executionID: "run-7", scenario: "clean", schema: pgstore.DefaultSchema, model: modelScripted}, c)
 }
 
 func TestFlagsRefuseAnUnknownScenario(t *testing.T) {

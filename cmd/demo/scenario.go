@@ -123,13 +123,19 @@ func (t *tools) send(ctx context.Context, _ executor.Call) (executor.Result, err
 
 // model returns the scripted model of sc: on the input or a gate's feedback
 // it asks for both tools; once it has their results it answers, naming the
-// customer from attempt namesCustomerAt on.
+// customer from attempt namesCustomerAt on. It reads the attempt from the
+// conversation (one user message per attempt: the input, then each gate's
+// feedback) and keeps no state, so that one model served over the wire
+// (-serve-openai) plays any number of demo runs.
 func (sc scenario) model() agent.Model {
-	attempt := 0
-	return agent.NewScriptedFunc(func(_ int, req agent.Request) (agent.Response, error) {
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == agent.RoleUser {
-			attempt++
+	return agent.ModelFunc(func(_ context.Context, req agent.Request) (agent.Response, error) {
+		attempt := 0
+		for _, m := range req.Messages {
+			if m.Role == agent.RoleUser {
+				attempt++
+			}
+		}
+		if req.Messages[len(req.Messages)-1].Role == agent.RoleUser {
 			return agent.Response{ToolCalls: sc.calls(attempt)}, nil
 		}
 		return agent.Response{Text: sc.answer(attempt, req.Messages)}, nil
