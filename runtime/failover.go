@@ -116,5 +116,12 @@ func (e *ModelError) Error() string {
 	return fmt.Sprintf("runtime: model %s, attempt %d turn %d: %v", e.Model, e.Attempt, e.Turn, e.Err)
 }
 
-// Unwrap returns the model's error.
-func (e *ModelError) Unwrap() error { return e.Err }
+// Unwrap returns the model's error and, for a transient failure,
+// ErrTransient: IsTransient(err) agrees with Transient even when the
+// model's error said so by a deadline alone.
+func (e *ModelError) Unwrap() []error {
+	if e.Transient {
+		return []error{e.Err, ErrTransient}
+	}
+	return []error{e.Err}
+}

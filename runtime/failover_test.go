@@ -200,6 +200,12 @@ func TestWhatCountsAsTransient(t *testing.T) {
 			if tc.failsOver {
 				require.NoError(t, err)
 				require.Len(t, fallback.Requests(), 1)
+				// Pinned, the same failure ends the run as transient.
+				rt, err := New(&Config{Model: failing(tc.err)})
+				require.NoError(t, err)
+				_, err = rt.Run(context.Background(), "q")
+				require.True(t, IsTransient(err), "IsTransient agrees with ModelError.Transient")
+				require.ErrorIs(t, err, tc.err)
 				return
 			}
 			require.ErrorIs(t, err, tc.err)

@@ -31,6 +31,11 @@ func Script(replies ...Reply) Handler {
 	}
 }
 
+// maxBody bounds a request body: far above any test's conversation, and
+// low enough that an endpoint served on a port (cmd/demo -serve-openai)
+// cannot be made to hold gigabytes.
+const maxBody = 16 << 20
+
 // Endpoint is an OpenAI-compatible chat-completions endpoint as an
 // http.Handler: POST …/chat/completions, answered by its Handler after the
 // checks the real API makes (a model, messages, every tool message answering
@@ -62,7 +67,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Header: r.Header.Clone(), Received: time.Now()}
-	body, err := io.ReadAll(r.Body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	req.Body = body
 	var problem string
 	switch {
