@@ -26,6 +26,12 @@ type Config struct {
 	// Model decides the tool calls and writes the answer. Required.
 	Model Model
 
+	// Fallbacks are the models a turn moves to, in order, when the model in
+	// use fails transiently (see ErrTransient); the rest of the run stays on
+	// the model that took over. Defaults to none: the run is pinned to
+	// Model and a failure of Model ends it.
+	Fallbacks []Model
+
 	// Tools are the tools offered to the model; the registry's allow-list
 	// decides which may run. Defaults to an empty registry (the model can
 	// only answer).
@@ -131,6 +137,11 @@ func (c Config) validate() error {
 	for i, g := range c.QualityGates {
 		if g == nil {
 			return cfgErr("QualityGates", "gate "+strconv.Itoa(i)+" is nil")
+		}
+	}
+	for i, m := range c.Fallbacks {
+		if m == nil {
+			return cfgErr("Fallbacks", "model "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, o := range c.Observers {

@@ -83,6 +83,19 @@
 //
 // The calls of a turn run one after another, in the order the model gave.
 //
+// # Model failover
+//
+// Config.Model and Config.Fallbacks form an ordered chain. When the model in
+// use fails transiently (IsTransient: a timeout, a rate limit that outlasted
+// its retries, a 5xx, a refused connection), the same turn goes to the next
+// model with the conversation unchanged, reported by the step "Switching
+// model …" and an EventModelFailover; the rest of the run stays on that
+// model. A permanent failure, or a transient one of the last model, ends the
+// run with a *ModelError. Without Fallbacks the run is pinned to its model
+// and never fails over. A failover never repeats a tool call: a failed model
+// answered nothing, and calls that ran in earlier turns are replayed by the
+// executor if the next model asks for them again.
+//
 // # Progress steps
 //
 // Config.Progress receives one line per step, and Transcript.Steps keeps
@@ -96,6 +109,7 @@
 //	  NAME failed: OUTPUT                     a real call that failed
 //	Quality gate rejected the answer: FEEDBACK
 //	Answer accepted after N attempt(s)
+//	Switching model from NAME to NEXT after a transient failure: ERROR
 //
 // "Attempt N of M" counts gate attempts. ARGS, OUTPUT, ERROR and FEEDBACK
 // are abbreviated by Abbreviate to Config.MaxStepOutput characters (100 by

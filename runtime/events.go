@@ -21,6 +21,9 @@ const (
 	EventAnswerRejected EventKind = "answer_rejected"
 	// EventRunCompleted: the gates accepted the answer (Answer set).
 	EventRunCompleted EventKind = "run_completed"
+	// EventModelFailover: a model failed transiently and the same turn moved
+	// to the next model of the chain (FailedModel, NextModel, Err set).
+	EventModelFailover EventKind = "model_failover"
 )
 
 // Event is what the runtime emits: each event is appended to
@@ -35,12 +38,17 @@ type Event struct {
 	Call     executor.Call
 	Status   Status        // EventToolCompleted
 	Output   []byte        // EventToolCompleted: what the model was handed
-	Err      error         // EventToolCompleted: the executor's error, if any
+	Err      error         // EventToolCompleted: the executor's error, if any; EventModelFailover: the model's failure
 	Duration time.Duration // EventToolCompleted: time spent in Execute
 
 	// Run events.
 	Feedback string // EventAnswerRejected
 	Answer   string // EventAnswerRejected (the rejected answer), EventRunCompleted
+
+	// Model events (EventModelFailover): the model that failed and the one
+	// the turn moved to, named as in the progress steps (see NamedModel).
+	FailedModel string
+	NextModel   string
 }
 
 // Observer is told about every real tool call, synchronously, in the order

@@ -51,15 +51,16 @@ func New(cfg *Config) (*Runtime, error) {
 //
 // The transcript is returned also with an error, holding what happened so
 // far. Errors: a bad scope (*contract.InputError or *contract.LimitError,
-// before anything runs), *RejectedError (every attempt rejected),
-// *TurnLimitError, a gate's or the model's error (wrapped), or ctx's error
-// once ctx is done: cancellation stops the run before the next model turn
-// or tool call.
+// before anything runs), *RejectedError (every gate attempt rejected),
+// *TurnLimitError, *ModelError (a permanent model failure, or a transient
+// one with no model left to fail over to), a gate's error (wrapped), or
+// ctx's error once ctx is done: cancellation stops the run before the next
+// model turn or tool call.
 func (r *Runtime) Run(ctx context.Context, scope, input string) (Transcript, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return Transcript{}, err
 	}
-	s := &run{cfg: r.cfg, specs: r.cfg.Tools.Specs()}
+	s := &run{cfg: r.cfg, specs: r.cfg.Tools.Specs(), chain: newChain(r.cfg.Model, r.cfg.Fallbacks)}
 	s.steps = stepWriter{emit: s.step, max: r.cfg.MaxStepOutput}
 	if r.exec != nil {
 		s.exec = r.exec.ForScope(scope)
@@ -86,6 +87,7 @@ type run struct {
 	specs    []ToolSpec
 	messages []Message
 	tr       Transcript
+	chain    chain // the models, and the one in use (see failover.go)
 }
 
 // loop makes the attempts: each ends with an answer offered to the gates.
@@ -132,12 +134,9 @@ func (s *run) attempt(ctx context.Context, attempt int) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		resp, err := s.cfg.Model.Complete(ctx, Request{Messages: slices.Clone(s.messages), Tools: slices.Clone(s.specs)})
+		resp, err := s.complete(ctx, attempt, turn, Request{Messages: s.messages, Tools: s.specs})
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return "", ctxErr
-			}
-			return "", fmt.Errorf("runtime: model, attempt %d turn %d: %w", attempt, turn, err)
+			return "", err
 		}
 		if len(resp.ToolCalls) == 0 {
 			return resp.Text, nil

@@ -70,6 +70,10 @@ func (w stepWriter) failed(tool string, output []byte) {
 	w.emit("  " + tool + " failed: " + Abbreviate(output, w.max))
 }
 
+func (w stepWriter) failover(from, to string, err error) {
+	w.emit("Switching model from " + from + " to " + to + " after a transient failure: " + Abbreviate([]byte(err.Error()), w.max))
+}
+
 func (w stepWriter) rejected(feedback string) {
 	w.emit("Quality gate rejected the answer: " + Abbreviate([]byte(feedback), w.max))
 }

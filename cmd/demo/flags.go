@@ -3,11 +3,13 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/idemstore/idemstore/runtime/openaimodel"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
 
@@ -24,7 +26,26 @@ type options struct {
 	databaseURL string
 	// schema is the PostgreSQL schema migrated by cmd/migrate.
 	schema string
+	// model is "scripted" (the scenario's own model, offline) or "openai"
+	// (an OpenAI-compatible endpoint at baseURL, model modelName, key from
+	// OPENAI_API_KEY).
+	model     string
+	baseURL   string
+	modelName string
+	// serveOpenAI, when set, makes the demo serve the scenario's scripted
+	// model as an OpenAI-compatible endpoint at this address instead of
+	// running it, so that -model openai can be tried offline.
+	serveOpenAI string
 }
+
+// Values of -model.
+const (
+	modelScripted = "scripted"
+	modelOpenAI   = "openai"
+)
+
+// defaultModelName is -model-name's default, a model OpenAI serves.
+const defaultModelName = "gpt-4o-mini"
 
 // parseFlags reads the demo's flags. Errors (and -h) are written to stderr
 // by the flag package.
@@ -41,16 +62,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"keep outcomes in PostgreSQL at this URL (migrate it first: go run ./cmd/migrate -database-url URL up); "+
 			"default: the in-memory store")
 	fs.StringVar(&o.schema, "schema", pgstore.DefaultSchema, "the PostgreSQL schema, with -database-url")
+	fs.StringVar(&o.model, "model", modelScripted,
+		"the model: scripted (the scenario's own, offline) or openai (an OpenAI-compatible endpoint; the API key comes from "+
+			openaimodel.APIKeyEnv+")")
+	fs.StringVar(&o.baseURL, "base-url", "", "with -model openai: the endpoint's base URL (default "+openaimodel.DefaultBaseURL+
+		"; Ollama: http://localhost:11434/v1)")
+	fs.StringVar(&o.modelName, "model-name", "", "with -model openai: the model name the endpoint knows (default "+defaultModelName+")")
+	fs.StringVar(&o.serveOpenAI, "serve-openai", "",
+		"serve the scenario's scripted model as an OpenAI-compatible endpoint at this address (for example 127.0.0.1:8080) until interrupted, "+
+			"for trying -model openai offline")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		fmt.Fprintln(stderr, err)
-		return options{}, err
-	}
-	if _, ok := scenarios[o.scenario]; !ok {
-		err := fmt.Errorf("unknown -scenario %q; one of: %s", o.scenario, scenarioList())
+	if err := o.check(fs); err != nil {
 		fmt.Fprintln(stderr, err)
 		return options{}, err
 	}
@@ -62,6 +86,32 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.scope = scope
 	}
 	return o, nil
+}
+
+// check refuses flags that cannot work together.
+func (o *options) check(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if _, ok := scenarios[o.scenario]; !ok {
+		return fmt.Errorf("unknown -scenario %q; one of: %s", o.scenario, scenarioList())
+	}
+	wire := o.model == modelOpenAI || o.serveOpenAI != ""
+	switch {
+	case o.model != modelScripted && o.model != modelOpenAI:
+		return fmt.Errorf("unknown -model %q; one of: %s, %s", o.model, modelOpenAI, modelScripted)
+	case o.model != modelOpenAI && (o.baseURL != "" || o.modelName != ""):
+		return errors.New("-base-url and -model-name go with -model openai")
+	case o.model == modelOpenAI && o.serveOpenAI != "":
+		return errors.New("-serve-openai serves the scripted model; run the client (-model openai) as a second command")
+	case wire && scenarios[o.scenario].invocationIDs:
+		return fmt.Errorf("-scenario %s needs invocation ids, which the chat-completions wire does not carry; use it with -model %s",
+			o.scenario, modelScripted)
+	}
+	if o.model == modelOpenAI && o.modelName == "" {
+		o.modelName = defaultModelName
+	}
+	return nil
 }
 
 // newScope returns "demo-" and 8 random bytes in hex: a run of its own.

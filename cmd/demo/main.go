@@ -5,6 +5,8 @@
 // Usage:
 //
 //	go run ./cmd/demo [-scenario retry|clean|mismatch|failure] [-execution-id SCOPE] [-database-url URL [-schema NAME]]
+//	go run ./cmd/demo -model openai [-base-url URL] [-model-name NAME]
+//	go run ./cmd/demo -serve-openai 127.0.0.1:8080
 //
 // -execution-id is the run's scope: the demo passes it to Run, and only a
 // run of the same scope replays what this one stored (give the same one
@@ -12,7 +14,10 @@
 //
 // It prints the progress steps as the runtime reports them, then how many
 // times each tool really ran, ending with a line such as
-// "side effects: send_mail ran 1 time".
+// "side effects: send_mail ran 1 time". By default the model is the
+// scenario's scripted one, offline; -model openai asks an OpenAI-compatible
+// endpoint instead (key from OPENAI_API_KEY), and -serve-openai serves the
+// scripted model as such an endpoint, to try that offline (docs/openai.md).
 package main
 
 import (

@@ -83,7 +83,7 @@ func TestFlagsDefaultToRetryInAFreshScope(t *testing.T) {
 
 	c, err := parseFlags([]string{"-execution-id", "run-7", "-scenario", "clean"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, options{scope: "run-7", scenario: "clean", schema: pgstore.DefaultSchema}, c)
+	require.Equal(t, options{scope: "run-7", scenario: "clean", schema: pgstore.DefaultSchema, model: modelScripted}, c)
 }
 
 func TestHelpSaysExecutionIDIsTheRunsScope(t *testing.T) {

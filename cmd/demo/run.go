@@ -14,11 +14,19 @@ import (
 // run plays the scenario of opts and writes its report to w: a header, the
 // runtime's progress steps as it reports them, the answer, any typed error
 // a call was refused with, and one line per tool with its real run count,
-// the side-effecting send_mail last.
+// the side-effecting send_mail last. With -serve-openai it serves the
+// scenario's model instead (see serve).
 func run(ctx context.Context, w io.Writer, opts options) error {
 	sc, ok := scenarios[opts.scenario]
 	if !ok {
 		return fmt.Errorf("unknown scenario %q; one of: %s", opts.scenario, scenarioList())
+	}
+	if opts.serveOpenAI != "" {
+		return serve(ctx, w, opts)
+	}
+	model, about, err := newModel(sc, opts)
+	if err != nil {
+		return err
 	}
 	st, closeStore, err := openStore(ctx, opts)
 	if err != nil {
@@ -31,7 +39,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return fmt.Errorf("registering the tools: %w", err)
 	}
 	rt, err := agent.New(&agent.Config{
-		Model:        sc.model(),
+		Model:        model,
 		Tools:        tl.registry,
 		Store:        st,
 		QualityGates: []agent.Gate{gate()},
@@ -43,6 +51,9 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 
 	fmt.Fprintf(w, "scenario %s: %s\n", opts.scenario, sc.about)
 	fmt.Fprintf(w, "scope %s (-execution-id), %s\n", opts.scope, storeName(opts))
+	if about != "" {
+		fmt.Fprintln(w, about)
+	}
 	tr, runErr := rt.Run(ctx, opts.scope, "Welcome customer "+customerID+" by e-mail.")
 	if tr.Answer != "" {
 		fmt.Fprintln(w, "answer:", tr.Answer)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
-	"github.com/idemstore/idemstore/runtime/runtimetest"
 )
 
 // scenario is one story the demo can play. Every story welcomes customer
@@ -124,13 +123,19 @@ func (t *tools) send(ctx context.Context, _ executor.Call) (executor.Result, err
 
 // model returns the scripted model of sc: on the input or a gate's feedback
 // it asks for both tools; once it has their results it answers, naming the
-// customer from gate attempt namesCustomerAt on.
+// customer from gate attempt namesCustomerAt on. It reads the gate attempt
+// from the conversation (one user message per gate attempt: the input, then
+// each gate's feedback) and keeps no state, so that one model served over
+// the wire (-serve-openai) plays any number of demo runs.
 func (sc scenario) model() agent.Model {
-	gateAttempt := 0
-	return runtimetest.NewScriptedFunc(func(_ int, req agent.Request) (agent.Response, error) {
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == agent.RoleUser {
-			gateAttempt++
+	return agent.ModelFunc(func(_ context.Context, req agent.Request) (agent.Response, error) {
+		gateAttempt := 0
+		for _, m := range req.Messages {
+			if m.Role == agent.RoleUser {
+				gateAttempt++
+			}
+		}
+		if req.Messages[len(req.Messages)-1].Role == agent.RoleUser {
 			return agent.Response{ToolCalls: sc.calls(gateAttempt)}, nil
 		}
 		return agent.Response{Text: sc.answer(gateAttempt, req.Messages)}, nil

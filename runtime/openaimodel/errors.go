@@ -1,0 +1,172 @@
+package openaimodel
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+
+	agent "github.com/idemstore/idemstore/runtime"
+)
+
+// Sentinels carried in Error.Err, matched with errors.Is.
+var (
+	// ErrMalformedResponse: the endpoint answered 2xx with a body that is not
+	// a chat completion (not JSON, no choices). Transient: a proxy's error
+	// page or a truncated body says nothing about the next model.
+	ErrMalformedResponse = errors.New("openaimodel: malformed response")
+	// ErrInvalidRequest: the runtime's request cannot be put on the wire (a
+	// message role the API does not have, a tool schema that is not a JSON
+	// object, a tool message without its call id). Nothing was sent;
+	// permanent.
+	ErrInvalidRequest = errors.New("openaimodel: invalid request")
+	// ErrUnsupportedToolCall: the model answered with a tool call of a type
+	// other than "function" (a custom tool), which this package never
+	// offers and cannot send back. Permanent.
+	ErrUnsupportedToolCall = errors.New("openaimodel: unsupported tool call")
+)
+
+// Error is the failure of one Complete call. Transient failures (a
+// timeout, a connection error, 408, 409, 429 or 5xx after the retries, a
+// malformed body) unwrap to runtime.ErrTransient as well as to Err, so the
+// runtime's failover moves the turn to the next model without knowing this
+// package; every other failure is permanent and stops the run.
+type Error struct {
+	// Model is the model's name (Config.Name).
+	Model string
+	// Status is the HTTP status of the last response; 0 when none came (a
+	// connection error, a timeout, a request never sent).
+	Status int
+	// Code and Message are the API's error code ("rate_limit_exceeded") and
+	// message, when its error body said; else Message says what went wrong.
+	Code    string
+	Message string
+	// Attempts counts the HTTP requests sent: 1 + the retries made; 0 when
+	// the request could not be built.
+	Attempts int
+	// Transient is set when another model, or this one later, may well
+	// answer.
+	Transient bool
+	// Err is the cause: the SDK's *openai.Error, a transport error (match
+	// syscall.ECONNREFUSED), context.DeadlineExceeded for a timeout, ctx's
+	// error for a cancelled call, ErrMalformedResponse, ErrInvalidRequest or
+	// ErrUnsupportedToolCall.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("openaimodel: ")
+	b.WriteString(e.Model)
+	b.WriteString(": ")
+	if e.Status != 0 {
+		b.WriteString(strconv.Itoa(e.Status))
+		if t := http.StatusText(e.Status); t != "" {
+			b.WriteString(" " + t)
+		}
+		if e.Code != "" {
+			b.WriteString(" (" + e.Code + ")")
+		}
+		if e.Message != "" {
+			b.WriteString(": ")
+		}
+	}
+	b.WriteString(e.Message)
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.Transient {
+		b.WriteString(" (transient)")
+	}
+	return b.String()
+}
+
+// Unwrap returns Err and, for a transient failure, runtime.ErrTransient.
+func (e *Error) Unwrap() []error {
+	out := make([]error, 0, 2)
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	if e.Transient {
+		out = append(out, agent.ErrTransient)
+	}
+	return out
+}
+
+// transientStatus reports the HTTP statuses worth another model: the ones
+// the SDK retries (request timeout, conflict, rate limit, server errors).
+func transientStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= http.StatusInternalServerError
+}
+
+// attempts records what the HTTP requests of one Complete call got back, as
+// an SDK middleware (called once per attempt, retries included, one attempt
+// at a time). It lets classify tell "no response" from "a response the SDK
+// could not parse", which the SDK's own errors do not.
+type attempts struct {
+	n      int
+	status int // of the last response, 0 if the last attempt got none
+}
+
+func (a *attempts) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	a.n++
+	res, err := next(req)
+	a.status = 0
+	if res != nil {
+		a.status = res.StatusCode
+	}
+	return res, err
+}
+
+// errTimedOut is the cause of the context Complete runs under, so that the
+// model's own timeout is told apart from the caller's deadline.
+var errTimedOut = errors.New("openaimodel: timed out")
+
+// classify turns the SDK's error into an *Error. ctx is the caller's, call
+// the one the request ran under (ctx plus the timeout).
+func (m *Model) classify(ctx, call context.Context, a *attempts, err error) *Error {
+	e := &Error{Model: m.cfg.Name, Attempts: a.n, Status: a.status, Err: err}
+	var apiErr *openai.Error
+	var certErr *tls.CertificateVerificationError
+	switch {
+	case ctx.Err() != nil:
+		e.Status, e.Err, e.Message = 0, ctx.Err(), "call abandoned by the caller: "+ctx.Err().Error()
+	case context.Cause(call) == errTimedOut:
+		e.Status, e.Err, e.Transient = 0, context.DeadlineExceeded, true
+		e.Message = "no answer within " + m.cfg.Timeout.String()
+	case errors.As(err, &apiErr):
+		e.Status, e.Code, e.Message = apiErr.StatusCode, apiErr.Code, apiErr.Message
+		e.Transient = transientStatus(apiErr.StatusCode)
+	case a.status >= 400:
+		// The SDK could not read the error body (HTML from a gateway, say).
+		e.Message = "error response with an unreadable body"
+		e.Transient = transientStatus(a.status)
+	case a.status != 0:
+		e.Err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)
+		e.Message, e.Transient = "the body is not a chat completion", true
+	case a.n == 0:
+		e.Message = "request not sent: " + err.Error()
+	case errors.As(err, &certErr):
+		e.Message = "TLS certificate not trusted: " + certErr.Err.Error()
+	default:
+		e.Message, e.Transient = "no response: "+transportCause(err), true
+	}
+	return e
+}
+
+// transportCause is the error of a failed HTTP exchange without the
+// request URL that the *url.Error around it repeats.
+func transportCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,217 @@
+package openaimodel_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/openaimodel"
+	"github.com/idemstore/idemstore/runtime/openaimodel/openaitest"
+)
+
+// gap is the time between the n-th request and the one before.
+func gap(b *testBundle, n int) time.Duration {
+	reqs := b.srv.Requests()
+	return reqs[n].Received.Sub(reqs[n-1].Received)
+}
+
+func TestRateLimitWaitsRetryAfterSecondsThenSucceeds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.RateLimited("1"), openaitest.Answer("ok")),
+		func(c *openaimodel.Config) { c.MaxRetryDelay = 0 }) // the default bound (30 s)
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, "ok", resp.Text)
+	require.Len(t, b.srv.Requests(), 2)
+	// The SDK's own backoff would have waited at most 0.5 s.
+	require.GreaterOrEqual(t, gap(b, 1), time.Second, "the retry waited the Retry-After")
+	require.Equal(t, "1", b.srv.Requests()[1].Header.Get("X-Stainless-Retry-Count"))
+}
+
+func TestRateLimitWaitsRetryAfterHTTPDateThenSucceeds(t *testing.T) {
+	t.Parallel()
+	dates := make(chan time.Time, 1)
+	b := setup(t, func(n int, _ openaitest.Request) openaitest.Reply {
+		if n == 0 {
+			// Two seconds ahead, at the header's one-second resolution: at
+			// least one second from now.
+			until := time.Now().Add(2 * time.Second).UTC().Truncate(time.Second)
+			dates <- until
+			return openaitest.RateLimited(until.Format(http.TimeFormat))
+		}
+		return openaitest.Answer("ok")
+	}, func(c *openaimodel.Config) { c.MaxRetryDelay = 0 })
+	_, err := b.ask(t)
+	require.NoError(t, err)
+	require.Len(t, b.srv.Requests(), 2)
+	until := <-dates
+	// The SDK computes the wait from its own clock reading, a little after
+	// the server's; a few milliseconds early is still "at the date".
+	require.False(t, b.srv.Requests()[1].Received.Before(until.Add(-50*time.Millisecond)), "retried at the date, not before")
+}
+
+func TestRateLimitBeyondMaxRetryDelayFailsAtOnceAsTransient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.RateLimited("120")),
+		func(c *openaimodel.Config) { c.MaxRetryDelay = 5 * time.Second })
+	begin := time.Now()
+	_, err := b.ask(t)
+	require.Less(t, time.Since(begin), 5*time.Second, "did not wait two minutes")
+	e := modelError(t, err)
+	require.Equal(t, http.StatusTooManyRequests, e.Status)
+	require.Equal(t, "rate_limit_exceeded", e.Code)
+	require.Equal(t, 1, e.Attempts)
+	require.True(t, e.Transient, "a failover chain moves on instead of waiting")
+	require.Len(t, b.srv.Requests(), 1)
+}
+
+func TestRateLimitAfterEveryRetryIsTransient(t *testing.T) {
+	t.Parallel()
+	limited := openaitest.RateLimited("0")
+	b := setup(t, openaitest.Script(limited, limited, limited, openaitest.Answer("too late")))
+	_, err := b.ask(t)
+	e := modelError(t, err)
+	require.Equal(t, openaimodel.Error{
+		Model: "gpt-test@" + hostOf(t, b.srv.URL()), Status: 429, Code: "rate_limit_exceeded",
+		Message: "Rate limit reached for requests. Please try again in 0s.", Attempts: 3, Transient: true, Err: e.Err,
+	}, *e)
+	require.Len(t, b.srv.Requests(), 3, "1 + DefaultMaxRetries")
+	require.EqualError(t, err, "openaimodel: gpt-test@"+hostOf(t, b.srv.URL())+
+		": 429 Too Many Requests (rate_limit_exceeded): Rate limit reached for requests. Please try again in 0s. after 3 attempts (transient)")
+	var sdkErr *openaiError
+	require.ErrorAs(t, err, &sdkErr, "the SDK's error is kept")
+}
+
+func TestServerErrorIsRetriedThenTransient(t *testing.T) {
+	t.Parallel()
+	down := openaitest.Fail(http.StatusServiceUnavailable, "", "The server is overloaded.")
+	b := setup(t, openaitest.Script(down, openaitest.Fail(500, "", "The server had an error."), openaitest.Answer("recovered")))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, "recovered", resp.Text, "retried twice, then answered")
+
+	b = setup(t, openaitest.Script(down, down, down), func(c *openaimodel.Config) { c.MaxRetries = 2 })
+	_, err = b.ask(t)
+	e := modelError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, e.Status)
+	require.Equal(t, 3, e.Attempts)
+	require.True(t, e.Transient)
+}
+
+func TestGatewayErrorWithHTMLBodyKeepsItsStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Reply{Status: http.StatusBadGateway, ContentType: "text/html", Body: "<html><body>502 Bad Gateway</body></html>"}),
+		func(c *openaimodel.Config) { c.MaxRetries = openaimodel.NoRetries })
+	_, err := b.ask(t)
+	e := modelError(t, err)
+	require.Equal(t, http.StatusBadGateway, e.Status)
+	require.True(t, e.Transient)
+	require.Equal(t, 1, e.Attempts)
+}
+
+func TestClientErrorsArePermanentAndNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		code   string
+	}{
+		{http.StatusBadRequest, "context_length_exceeded"},
+		{http.StatusUnauthorized, "invalid_api_key"},
+		{http.StatusForbidden, "unsupported_country_region_territory"},
+		{http.StatusNotFound, "model_not_found"},
+		{http.StatusUnprocessableEntity, ""},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, openaitest.Script(openaitest.Fail(tc.status, tc.code, "no"), openaitest.Answer("never")))
+			_, err := b.ask(t)
+			e := modelError(t, err)
+			require.Equal(t, tc.status, e.Status)
+			require.Equal(t, tc.code, e.Code)
+			require.False(t, e.Transient)
+			require.Equal(t, 1, e.Attempts)
+			require.Len(t, b.srv.Requests(), 1)
+		})
+	}
+}
+
+func TestMalformedBodyIsTransient(t *testing.T) {
+	t.Parallel()
+	for name, reply := range map[string]openaitest.Reply{
+		"truncated JSON":  {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"mess`},
+		"not JSON":        {ContentType: "text/html", Body: "<html>maintenance</html>"},
+		"no choices":      {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`},
+		"an error at 200": {Body: `{"error":{"message":"upstream failed","type":"server_error"}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, openaitest.Script(reply, openaitest.Answer("not asked again")))
+			_, err := b.ask(t)
+			e := modelError(t, err)
+			require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
+			require.Equal(t, http.StatusOK, e.Status)
+			require.True(t, e.Transient)
+			require.Len(t, b.srv.Requests(), 1, "a 200 is not retried")
+		})
+	}
+}
+
+func TestTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Reply{Delay: time.Minute, Text: "too late"}),
+		func(c *openaimodel.Config) { c.Timeout = 200 * time.Millisecond })
+	begin := time.Now()
+	_, err := b.ask(t)
+	require.Less(t, time.Since(begin), 30*time.Second)
+	e := modelError(t, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.True(t, e.Transient)
+	require.Zero(t, e.Status)
+	require.Equal(t, "no answer within 200ms", e.Message)
+}
+
+func TestCallerCancellationIsNotTransient(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{})
+	b := setup(t, func(int, openaitest.Request) openaitest.Reply {
+		close(arrived)
+		return openaitest.Reply{Delay: time.Minute}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.model.Complete(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	err := <-errc
+	e := modelError(t, err)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, e.Transient, "the caller gave up; no other model should be asked")
+}
+
+func TestConnectionRefusedIsRetriedThenTransient(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	m, err := openaimodel.New(&openaimodel.Config{BaseURL: "http://" + addr + "/v1", Model: "gpt-test", MaxRetryDelay: time.Millisecond})
+	require.NoError(t, err)
+	_, err = m.Complete(context.Background(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+	e := modelError(t, err)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	require.True(t, e.Transient)
+	require.Zero(t, e.Status)
+	require.Equal(t, 3, e.Attempts)
+	require.Contains(t, e.Message, "connection refused")
+	require.NotContains(t, e.Message, "http://", "the URL is not repeated")
+}

@@ -1,0 +1,74 @@
+package openaimodel
+
+import (
+	"context"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	agent "github.com/idemstore/idemstore/runtime"
+)
+
+// Model is a runtime.Model that asks an OpenAI-compatible chat-completions
+// endpoint. It holds no per-call state: one Model is safe for concurrent
+// use by many runs.
+//
+// Retries are the SDK's own (option.WithMaxRetries): on a connection error,
+// 408, 409, 429 and 5xx it waits 0.5 s, 1 s, 2 s … (with jitter), or what
+// the server asked for in Retry-After-Ms or Retry-After (seconds or an HTTP
+// date), and gives up early when the server asks for more than
+// MaxRetryDelay. What fails after the retries is returned as an *Error,
+// transient or permanent.
+type Model struct {
+	cfg Config
+	svc openai.ChatCompletionService
+}
+
+var _ agent.NamedModel = (*Model)(nil)
+
+// New checks cfg and returns a Model. A nil cfg is refused with a
+// *ConfigError like any other invalid config: the model name is required.
+func New(cfg *Config) (*Model, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	base, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults(base)
+	// openai.NewChatCompletionService, unlike openai.NewClient, reads no
+	// OPENAI_* variable: the base URL, key and client are the ones above.
+	svc := openai.NewChatCompletionService(
+		option.WithBaseURL(c.BaseURL),
+		option.WithAPIKey(c.APIKey),
+		option.WithHTTPClient(c.HTTPClient),
+		option.WithMaxRetries(c.MaxRetries),
+		option.WithMaxRetryDelay(c.MaxRetryDelay),
+	)
+	return &Model{cfg: c, svc: svc}, nil
+}
+
+// Name says which model on which endpoint: Config.Name.
+func (m *Model) Name() string { return m.cfg.Name }
+
+// Complete sends the conversation and the tools to the endpoint and returns
+// its decision: the tool calls it asked for (several per turn, each with the
+// provider's call id in Call.ProviderCallID and no InvocationID, so that the
+// idempotency key stays the tool and its canonical arguments), or its
+// answer. Failures are *Error.
+func (m *Model) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return agent.Response{}, err
+	}
+	call, cancel := context.WithTimeoutCause(ctx, m.cfg.Timeout, errTimedOut)
+	defer cancel()
+	var a attempts
+	completion, err := m.svc.New(call, params, option.WithMiddleware(a.record))
+	if err != nil {
+		return agent.Response{}, m.classify(ctx, call, &a, err)
+	}
+	return m.response(completion, a.n)
+}

@@ -1,0 +1,128 @@
+package openaimodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+)
+
+// params puts the runtime's request into chat-completions terms: one
+// message per runtime message, one function tool per tool spec.
+func (m *Model) params(req agent.Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: m.cfg.Model}
+	for i, msg := range req.Messages {
+		wire, problem := message(msg)
+		if problem != "" {
+			return p, m.invalid("message " + strconv.Itoa(i) + ": " + problem)
+		}
+		p.Messages = append(p.Messages, wire)
+	}
+	for _, spec := range req.Tools {
+		fn := openai.FunctionDefinitionParam{Name: spec.Name}
+		if spec.Description != "" {
+			fn.Description = openai.String(spec.Description)
+		}
+		if len(spec.Parameters) > 0 {
+			// No parameters means none; a schema must be an object. Its members
+			// stay raw JSON, so they go out as written (the SDK would turn
+			// json.Number into strings).
+			var members map[string]json.RawMessage
+			if err := json.Unmarshal(spec.Parameters, &members); err != nil || members == nil {
+				return p, m.invalid("tool " + strconv.Quote(spec.Name) + ": parameters schema is not a JSON object")
+			}
+			fn.Parameters = make(map[string]any, len(members))
+			for k, v := range members {
+				fn.Parameters[k] = v
+			}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	return p, nil
+}
+
+// message converts one runtime message, or says what is wrong with it.
+func message(msg agent.Message) (openai.ChatCompletionMessageParamUnion, string) {
+	switch msg.Role {
+	case agent.RoleSystem:
+		return openai.SystemMessage(msg.Content), ""
+	case agent.RoleUser:
+		return openai.UserMessage(msg.Content), ""
+	case agent.RoleTool:
+		if msg.ProviderCallID == "" {
+			return openai.ChatCompletionMessageParamUnion{}, "tool message without a tool call id"
+		}
+		// The wire has no error flag: a failed call's content says so
+		// ("error: …"), which is what the model reads.
+		return openai.ToolMessage(msg.Content, msg.ProviderCallID), ""
+	case agent.RoleAssistant:
+		var a openai.ChatCompletionAssistantMessageParam
+		if msg.Content != "" || len(msg.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(msg.Content)
+		}
+		for _, c := range msg.ToolCalls {
+			args := string(c.Args)
+			if len(bytes.TrimSpace(c.Args)) == 0 {
+				args = "{}"
+			}
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ProviderCallID, // the provider's call id, as it came
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Tool, Arguments: args},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, ""
+	}
+	return openai.ChatCompletionMessageParamUnion{}, "role " + strconv.Quote(string(msg.Role)) + " is not a chat-completions role"
+}
+
+// response reads the model's decision out of a completion.
+func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, error) {
+	if c == nil || len(c.Choices) == 0 {
+		return agent.Response{}, &Error{
+			Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
+			Message: "the completion has no choices", Err: ErrMalformedResponse,
+		}
+	}
+	msg := c.Choices[0].Message
+	resp := agent.Response{Text: msg.Content}
+	if resp.Text == "" {
+		resp.Text = msg.Refusal
+	}
+	for i, tc := range msg.ToolCalls {
+		// Some compatible servers leave out "type"; a call with a function
+		// name is a function call.
+		if tc.Type != "function" && (tc.Type != "" || tc.Function.Name == "") {
+			return agent.Response{}, &Error{
+				Model: m.cfg.Name, Status: 200, Attempts: sent,
+				Message: "tool call " + strconv.Itoa(i) + " has type " + strconv.Quote(tc.Type) + "; only function tools are offered",
+				Err:     ErrUnsupportedToolCall,
+			}
+		}
+		id := tc.ID
+		if id == "" {
+			// The tool message must name its call; a server that gives no id
+			// gets one made up, unique within the turn.
+			id = "call_" + strconv.Itoa(i)
+		}
+		call := executor.Call{
+			ProviderCallID: id, // the provider's call id: pairs the result, never keys it
+			Tool:           tc.Function.Name,
+		}
+		if tc.Function.Arguments != "" {
+			call.Args = json.RawMessage(tc.Function.Arguments)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, call)
+	}
+	return resp, nil
+}
+
+// invalid is the permanent error of a request that cannot be sent.
+func (m *Model) invalid(problem string) *Error {
+	return &Error{Model: m.cfg.Name, Message: problem, Err: ErrInvalidRequest}
+}

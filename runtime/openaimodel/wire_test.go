@@ -1,0 +1,155 @@
+package openaimodel_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/executor"
+	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/runtime/openaimodel"
+	"github.com/idemstore/idemstore/runtime/openaimodel/openaitest"
+)
+
+func TestRecordedParallelToolCallsKeepTheirProviderIDs(t *testing.T) {
+	t.Parallel()
+	recorded, err := os.ReadFile("testdata/parallel_tool_calls.json")
+	require.NoError(t, err)
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: string(recorded)}))
+
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Empty(t, resp.Text)
+	require.Equal(t, []executor.Call{
+		call("call_5cUqJ0yZ1x2w3v4u5t6s7r8q", "lookup_customer", `{"customer_id":"c-42"}`),
+		call("call_9pOnM8lK7jI6hG5fE4dC3bA2", "send_mail", `{"to":"ada@example.com","subject":"Welcome aboard","priority":1.50}`),
+	}, resp.ToolCalls, "ids kept as the provider call ids, arguments byte for byte, no invocation id")
+}
+
+func TestTheConversationGoesOutInTheWireFormat(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Answer("Done.")))
+	lookup := call("call_a", "lookup_customer", `{"customer_id":"c-42"}`)
+	send := call("call_b", "send_mail", ``)
+	resp, err := b.model.Complete(context.Background(), agent.Request{
+		Messages: []agent.Message{
+			{Role: agent.RoleSystem, Content: "You are a mail clerk."},
+			{Role: agent.RoleUser, Content: "Welcome customer c-42."},
+			{Role: agent.RoleAssistant, ToolCalls: []executor.Call{lookup, send}},
+			{Role: agent.RoleTool, ProviderCallID: "call_a", ToolName: "lookup_customer", Content: `{"name":"Ada Lovelace"}`},
+			{Role: agent.RoleTool, ProviderCallID: "call_b", ToolName: "send_mail", Content: "error: smtp down", IsError: true},
+			{Role: agent.RoleAssistant, Content: "I could not send it."},
+			{Role: agent.RoleUser, Content: "Try again."},
+		},
+		Tools: demoTools(),
+	})
+	require.NoError(t, err)
+	require.Equal(t, agent.Response{Text: "Done."}, resp)
+
+	reqs := b.srv.Requests()
+	require.Len(t, reqs, 1)
+	var wire map[string]any
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &wire))
+	require.JSONEq(t, `[
+		{"role":"system","content":"You are a mail clerk."},
+		{"role":"user","content":"Welcome customer c-42."},
+		{"role":"assistant","tool_calls":[
+			{"id":"call_a","type":"function","function":{"name":"lookup_customer","arguments":"{\"customer_id\":\"c-42\"}"}},
+			{"id":"call_b","type":"function","function":{"name":"send_mail","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_a","content":"{\"name\":\"Ada Lovelace\"}"},
+		{"role":"tool","tool_call_id":"call_b","content":"error: smtp down"},
+		{"role":"assistant","content":"I could not send it."},
+		{"role":"user","content":"Try again."}
+	]`, mustJSON(t, wire["messages"]))
+	require.JSONEq(t, `[
+		{"type":"function","function":{"name":"lookup_customer","description":"Reads a customer record.",
+			"parameters":{"type":"object","properties":{"customer_id":{"type":"string","maxLength":16}},"required":["customer_id"]}}},
+		{"type":"function","function":{"name":"send_mail","description":"Sends an e-mail."}}
+	]`, mustJSON(t, wire["tools"]), "a tool without parameters sends none")
+	require.Equal(t, "gpt-test", wire["model"])
+	require.Equal(t, "Bearer sk-test", reqs[0].Header.Get("Authorization"))
+}
+
+func TestSchemaNumbersGoOutAsWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Answer("ok")))
+	_, err := b.model.Complete(context.Background(), agent.Request{
+		Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}},
+		Tools:    []agent.ToolSpec{{Name: "pay", Parameters: json.RawMessage(`{"type":"object","properties":{"cents":{"type":"integer","minimum":1,"maximum":1e6,"multipleOf":0.01}}}`)}},
+	})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"object","properties":{"cents":{"type":"integer","minimum":1,"maximum":1e6,"multipleOf":0.01}}}`,
+		string(b.srv.Requests()[0].Tools[0].Function.Parameters))
+	require.Contains(t, string(b.srv.Requests()[0].Body), `"maximum":1e6`, "not rewritten, not quoted")
+}
+
+func TestCompatibleServerQuirksAreRead(t *testing.T) {
+	t.Parallel()
+	// Some servers leave out "type" and ids, or answer with a refusal.
+	b := setup(t, openaitest.Script(
+		openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[
+			{"function":{"name":"lookup_customer","arguments":"{\"customer_id\":\"c-42\"}"}},
+			{"function":{"name":"send_mail","arguments":""}}]},"finish_reason":"tool_calls"}]}`},
+		openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I cannot help with that."},"finish_reason":"stop"}]}`},
+	))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, []executor.Call{
+		call("call_0", "lookup_customer", `{"customer_id":"c-42"}`),
+		{ProviderCallID: "call_1", Tool: "send_mail"},
+	}, resp.ToolCalls)
+	resp, err = b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, agent.Response{Text: "I cannot help with that."}, resp)
+}
+
+func TestCustomToolCallIsRefusedPermanently(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,
+		"tool_calls":[{"id":"call_x","type":"custom","custom":{"name":"grammar","input":"x"}}]},"finish_reason":"tool_calls"}]}`}))
+	_, err := b.ask(t)
+	e := modelError(t, err)
+	require.ErrorIs(t, err, openaimodel.ErrUnsupportedToolCall)
+	require.False(t, e.Transient)
+	require.Contains(t, e.Error(), `tool call 0 has type "custom"`)
+}
+
+func TestRequestsThatCannotBeSentAreRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		req     agent.Request
+		problem string
+	}{
+		{"unknown role", agent.Request{Messages: []agent.Message{{Role: "critic", Content: "x"}}},
+			`message 0: role "critic" is not a chat-completions role`},
+		{"tool message without call id", agent.Request{Messages: []agent.Message{{Role: agent.RoleUser}, {Role: agent.RoleTool, Content: "x"}}},
+			"message 1: tool message without a tool call id"},
+		{"schema not an object", agent.Request{Messages: []agent.Message{{Role: agent.RoleUser}}, Tools: []agent.ToolSpec{{Name: "t", Parameters: json.RawMessage(`["type"]`)}}},
+			`tool "t": parameters schema is not a JSON object`},
+		{"schema null", agent.Request{Messages: []agent.Message{{Role: agent.RoleUser}}, Tools: []agent.ToolSpec{{Name: "t", Parameters: json.RawMessage(`null`)}}},
+			`tool "t": parameters schema is not a JSON object`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, openaitest.Script())
+			_, err := b.model.Complete(context.Background(), tc.req)
+			e := modelError(t, err)
+			require.ErrorIs(t, err, openaimodel.ErrInvalidRequest)
+			require.Equal(t, tc.problem, e.Message)
+			require.False(t, e.Transient)
+			require.Zero(t, e.Attempts)
+			require.Empty(t, b.srv.Requests(), "nothing was sent")
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
