@@ -50,6 +50,9 @@ const (
 	// DefaultWriteTimeout bounds an outcome write (Complete, Release, Put),
 	// which runs detached from the caller's cancellation.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultKeyCacheBytes bounds the key cache (Config.KeyCacheBytes):
+	// about 16,000 calls of 100-byte arguments.
+	DefaultKeyCacheBytes = 4 << 20
 	// defaultRenewDivisor: the lease is renewed every Lease/3, so that two
 	// renewals in a row may fail before the lease runs out.
 	defaultRenewDivisor = 3
@@ -88,6 +91,12 @@ type Config struct {
 	// unless the store says otherwise).
 	ScopeTTL time.Duration
 
+	// KeyCacheBytes bounds the memory of the cache that remembers the key
+	// and fingerprint of recent calls by their exact bytes, so that a call
+	// asked for again with the same bytes is neither parsed nor hashed
+	// again. Defaults to DefaultKeyCacheBytes; negative disables it.
+	KeyCacheBytes int
+
 	// Logger receives debug lines on replays, misses, claims, takeovers and
 	// waits, and warnings when an outcome could not be stored. Defaults to
 	// a logger that discards everything.
@@ -111,6 +120,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.WriteTimeout == 0 {
 		out.WriteTimeout = DefaultWriteTimeout
+	}
+	if out.KeyCacheBytes == 0 {
+		out.KeyCacheBytes = DefaultKeyCacheBytes
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)

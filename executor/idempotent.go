@@ -26,7 +26,8 @@ type Idempotent struct {
 	wopts  store.WriteOptions
 	log    *slog.Logger
 
-	flights flights // identical calls in flight in this process
+	flights flights  // identical calls in flight in this process
+	keys    keyCache // entries of recent calls, by their bytes
 
 	// startRenewals is replaced by in-package tests; never nil after New.
 	startRenewals func(every time.Duration, r *renewal)
@@ -60,6 +61,7 @@ func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
 		onRenew:       func(store.Claim, error) {},
 	}
 	e.flights.init()
+	e.keys.init(c.KeyCacheBytes)
 	return e, nil
 }
 
@@ -170,9 +172,21 @@ func EntryOf(call Call, lim store.Limits) (store.Entry, error) {
 }
 
 // entry checks call against the store's limits and derives its key and
-// fingerprint. It touches nothing else, so bad input is refused before the
-// store sees it, and a call the store could not record never runs.
-func (e *Idempotent) entry(call Call) (store.Entry, error) { return EntryOf(call, e.limits) }
+// fingerprint, or finds them in the cache of recent calls when the same
+// bytes came before. It touches nothing else, so bad input is refused
+// before the store sees it, and a call the store could not record never
+// runs.
+func (e *Idempotent) entry(call Call) (store.Entry, error) {
+	ent, h, ok := e.keys.get(call)
+	if ok {
+		return ent, nil
+	}
+	ent, err := EntryOf(call, e.limits)
+	if err == nil {
+		e.keys.put(call, h, ent)
+	}
+	return ent, err
+}
 
 // replay turns a completed record into the Result handed to the model. The
 // stored bytes are returned as they are: byte-identical, not copied.
