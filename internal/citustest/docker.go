@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -36,10 +37,14 @@ const (
 	containerStopAfter = 10 * time.Second
 )
 
-// container is a Citus container started by citustest.
+// container is a Citus container started by citustest. Its watchdog removes
+// it (with the docker command) when the test binary ends without stop: the
+// testcontainers reaper, which would otherwise, is usually disabled where
+// images cannot be pulled.
 type container struct {
-	ctr   *tcpostgres.PostgresContainer
-	image string
+	ctr      *tcpostgres.PostgresContainer
+	image    string
+	watchdog *watchdog // nil without a docker command
 }
 
 // startContainer starts the Citus image when Docker has it or can pull it.
@@ -77,6 +82,12 @@ func startContainer(ctx context.Context, logger tclog.Logger) (*container, strin
 		return nil, "", fmt.Errorf("start %s: %w", img, err)
 	}
 	c := &container{ctr: ctr, image: img}
+	if _, err := exec.LookPath("docker"); err == nil {
+		if c.watchdog, err = startWatchdog(`exec docker rm -f -v "$0" >/dev/null 2>&1`, nil, ctr.GetContainerID()); err != nil {
+			_ = c.stop()
+			return nil, "", err
+		}
+	}
 	host, err := ctr.Host(cctx)
 	if err == nil {
 		var port string
@@ -158,7 +169,13 @@ func singleNode(ctx context.Context, u string) error {
 }
 
 func (c *container) stop() error {
-	return testcontainers.TerminateContainer(c.ctr, testcontainers.StopTimeout(containerStopAfter))
+	err := testcontainers.TerminateContainer(c.ctr, testcontainers.StopTimeout(containerStopAfter))
+	if c.watchdog != nil {
+		// The container is gone; the watchdog's docker rm finds nothing.
+		_ = c.watchdog.fire()
+		c.watchdog = nil
+	}
+	return err
 }
 
 func (c *container) String() string { return "a container of " + c.image }

@@ -35,19 +35,14 @@ const (
 const libDir = "/usr/lib/postgresql/15/lib"
 
 // scriptCluster is a cluster started with cluster.sh; stop stops it and
-// releases its port base.
-//
-// A watchdog process stops the cluster when the test binary ends, however it
-// ends (a test binary whose TestMain is not citustest.Main, a panic, a
-// timeout, a kill): it waits for end of file on a pipe whose write end only
-// the test binary holds, then runs cluster.sh stop. It shares the port
-// base's lock, so no other test binary takes the base before it is done.
+// releases its port base. Its watchdog runs cluster.sh stop when the test
+// binary ends without stop; it shares the port base's lock, so no other test
+// binary takes the base before the cluster is gone.
 type scriptCluster struct {
 	dir      string
 	base     int
 	lock     *os.File  // flock on the base's lock file, held while the cluster runs
-	release  *os.File  // write end of the watchdog's pipe; closing it stops the cluster
-	watchdog *exec.Cmd // nil once stopped
+	watchdog *watchdog // nil once stopped
 }
 
 // startScripts starts a cluster with the scripts in dirFor(). It returns an
@@ -127,27 +122,15 @@ func tryBase(ctx context.Context, dir string, base int) (*scriptCluster, string,
 	return c, url, nil
 }
 
-// startWatchdog starts the process that runs cluster.sh stop once the pipe
-// closes. It gets the lock file as its fd 3, and a process group of its own
-// so that an interrupt of the test run does not kill it before it stops the
-// cluster.
+// startWatchdog arranges for cluster.sh stop to run when the test binary
+// ends.
 func (c *scriptCluster) startWatchdog() error {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("watchdog pipe: %w", err)
-	}
-	cmd := exec.Command("bash", "-c", `read -r _; exec bash "$0" stop "$1" >/dev/null 2>&1`,
+	w, err := startWatchdog(`exec bash "$0" stop "$1" >/dev/null 2>&1`, []*os.File{c.lock},
 		filepath.Join(c.dir, "cluster.sh"), strconv.Itoa(c.base))
-	cmd.Stdin = r
-	cmd.ExtraFiles = []*os.File{c.lock}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = r.Close()
-		_ = w.Close()
-		return fmt.Errorf("start the watchdog: %w", err)
+	if err != nil {
+		return err
 	}
-	_ = r.Close()
-	c.release, c.watchdog = w, cmd
+	c.watchdog = w
 	return nil
 }
 
@@ -157,8 +140,7 @@ func (c *scriptCluster) stop(context.Context) error {
 	if c.watchdog == nil {
 		return nil
 	}
-	_ = c.release.Close()
-	err := c.watchdog.Wait()
+	err := c.watchdog.fire()
 	c.watchdog = nil
 	closeErr := c.lock.Close()
 	if err != nil {
