@@ -73,14 +73,13 @@ type TxBeginner interface {
 //     Their primary keys, indexes and checks go with them: every unique
 //     constraint includes scope, as Citus requires. The shard count is the
 //     session's citus.shard_count (Citus' default 32);
-//   - the fencing-token sequence idem_token_seq is created on every node:
-//     it becomes the default of idem_records.token, which is how Citus learns
-//     that the sequence belongs to a distributed table. Each worker then
-//     draws from a range of its own (Citus gives node group g the values
-//     from g·2^48+1 up), so tokens drawn on different workers never collide,
-//     and all of them exceed the coordinator's, which drew the tokens of a
-//     store used before it was distributed. The store always sets the token
-//     itself; the default is never used to fill one in;
+//   - the fencing-token sequence idem_token_seq is created on every node
+//     (and on nodes added later), for statements that draw tokens on the
+//     worker that holds the record. Each worker draws from a range of its
+//     own (Citus gives node group g the values from g·2^48+1 up), so tokens
+//     drawn on different workers never collide, and all of them exceed the
+//     coordinator's, which drew the tokens of a store used before it was
+//     distributed;
 //   - the version table idem_goose_version stays a local table on the
 //     coordinator; migrations keep working on the distributed tables (Citus
 //     propagates their DDL).
@@ -117,14 +116,14 @@ func Distribute(ctx context.Context, q TxBeginner, schema string) error {
 	if err := Check(ctx, tx, schema); err != nil {
 		return err
 	}
-	if err := distributeTokenSequence(ctx, tx, schema); err != nil {
-		return err
-	}
 	if err := distributeTable(ctx, tx, schema, scopesTable, "none"); err != nil {
 		return err
 	}
 	scopes := pgx.Identifier{schema, scopesTable}.Sanitize()
 	if err := distributeTable(ctx, tx, schema, recordsTable, scopes); err != nil {
+		return err
+	}
+	if err := distributeTokenSequence(ctx, tx, schema); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -156,30 +155,33 @@ func requireCoordinator(ctx context.Context, tx pgx.Tx, schema string) error {
 	return nil
 }
 
-// distributeTokenSequence makes idem_token_seq the default of
-// idem_records.token unless it already is (see Distribute for why).
+// distributeTokenSequence has Citus create idem_token_seq on every node,
+// unless it already did. Citus propagates a sequence only as a dependency of
+// a distributed table, so the sequence is made the default of
+// idem_records.token for a moment (which creates it on every node, and on
+// nodes added later) and the default dropped again: the schema keeps the
+// shape its migrations give it, and their Down steps keep working.
 func distributeTokenSequence(ctx context.Context, tx pgx.Tx, schema string) error {
 	records := pgx.Identifier{schema, recordsTable}.Sanitize()
 	seq := pgx.Identifier{schema, tokenSequence}.Sanitize()
-	var has bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (
-		SELECT 1 FROM pg_attrdef d
-		JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-		JOIN pg_depend dep ON dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
-		WHERE d.adrelid = $1::regclass AND a.attname = 'token'
-		  AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = $2::regclass)`,
-		records, seq).Scan(&has)
+	var distributed bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_object
+		WHERE classid = 'pg_class'::regclass AND objid = $1::regclass)`, seq).Scan(&distributed)
 	if err != nil {
-		return fmt.Errorf("distribute schema %q: inspect the token default: %w", schema, err)
+		return fmt.Errorf("distribute schema %q: inspect the token sequence: %w", schema, err)
 	}
-	if has {
+	if distributed {
 		return nil
 	}
 	// The sequence is named as a regclass literal; the schema is validated,
 	// so the quoted name holds no single quote.
-	ddl := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN token SET DEFAULT nextval('%s'::regclass)", records, seq)
-	if _, err := tx.Exec(ctx, ddl); err != nil {
-		return fmt.Errorf("distribute schema %q: token sequence: %w", schema, err)
+	for _, ddl := range []string{
+		fmt.Sprintf("ALTER TABLE %s ALTER COLUMN token SET DEFAULT nextval('%s'::regclass)", records, seq),
+		fmt.Sprintf("ALTER TABLE %s ALTER COLUMN token DROP DEFAULT", records),
+	} {
+		if _, err := tx.Exec(ctx, ddl); err != nil {
+			return fmt.Errorf("distribute schema %q: token sequence: %w", schema, err)
+		}
 	}
 	return nil
 }

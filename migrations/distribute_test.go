@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/internal/citustest"
@@ -32,7 +33,7 @@ func citusTableOf(t *testing.T, pool *pgxpool.Pool, schema, table string) citusT
 	err := pool.QueryRow(context.Background(), `SELECT partmethod::text,
 		CASE WHEN partkey IS NULL THEN '' ELSE column_to_column_name(logicalrelid, partkey) END,
 		colocationid::bigint
-		FROM pg_dist_partition WHERE logicalrelid = $1::regclass`,
+		FROM pg_dist_partition WHERE logicalrelid = to_regclass($1)`,
 		pgx.Identifier{schema, table}.Sanitize()).Scan(&c.method, &c.column, &c.colocation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return citusTable{}
@@ -68,12 +69,6 @@ func TestDistributeRefusesPlainPostgreSQL(t *testing.T) {
 	require.Equal(t, schema, nc.Schema)
 	require.Contains(t, err.Error(), "citus extension is not installed")
 
-	var hasDefault bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attrdef d
-		JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-		WHERE d.adrelid = $1::regclass AND a.attname = 'token')`,
-		pgx.Identifier{schema, "idem_records"}.Sanitize()).Scan(&hasDefault))
-	require.False(t, hasDefault, "a refused Distribute changes nothing")
 }
 
 func TestDistributeRefusesABadSchemaNameBeforeConnecting(t *testing.T) {
@@ -147,8 +142,28 @@ func TestDistributedTokensAreUniqueAndAboveTheCoordinators(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT nextval('"+seq+"')").Scan(&before))
 	require.NoError(t, migrations.Distribute(ctx, pool, schema))
 
-	// Every node that holds shards draws from a range of its own.
-	rows, err := pool.Query(ctx, `SELECT nodename, nodeport, success, result
+	// Every worker draws from a range of its own.
+	seen := map[int64]bool{}
+	for _, v := range workerTokens(t, pool, schema) {
+		require.Greater(t, v, before, "a worker's tokens exceed those drawn before distribution")
+		require.False(t, seen[v], "two nodes drew %d", v)
+		seen[v] = true
+	}
+
+	// And the schema keeps its shape: no default is left on the token.
+	var hasDefault bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attrdef d
+		JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+		WHERE d.adrelid = $1::regclass AND a.attname = 'token')`,
+		pgx.Identifier{schema, "idem_records"}.Sanitize()).Scan(&hasDefault))
+	require.False(t, hasDefault)
+}
+
+// workerTokens draws a token from idem_token_seq on every worker.
+func workerTokens(t *testing.T, pool *pgxpool.Pool, schema string) []int64 {
+	t.Helper()
+	seq := pgx.Identifier{schema, "idem_token_seq"}.Sanitize()
+	rows, err := pool.Query(context.Background(), `SELECT nodename, nodeport, success, result
 		FROM run_command_on_workers($1)`, "SELECT nextval('"+seq+"')")
 	require.NoError(t, err)
 	type drawn struct {
@@ -159,15 +174,14 @@ func TestDistributedTokensAreUniqueAndAboveTheCoordinators(t *testing.T) {
 	}
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[drawn])
 	require.NoError(t, err)
-	seen := map[int64]bool{}
+	var out []int64
 	for _, d := range got {
 		require.True(t, d.Success, "%s:%d: %s", d.Host, d.Port, d.Result)
 		v, err := strconv.ParseInt(d.Result, 10, 64)
 		require.NoError(t, err)
-		require.Greater(t, v, before, "a worker's tokens exceed those drawn before distribution")
-		require.False(t, seen[v], "two nodes drew %d", v)
-		seen[v] = true
+		out = append(out, v)
 	}
+	return out
 }
 
 func TestDistributeRefusesAnUnmigratedSchema(t *testing.T) {
@@ -211,6 +225,7 @@ func TestDistributeColocatesTablesDistributedApart(t *testing.T) {
 		citusTableOf(t, pool, schema, "idem_records").colocation)
 	require.NoError(t, migrations.Distribute(ctx, pool, schema))
 	requireDistributed(t, pool, schema)
+	workerTokens(t, pool, schema) // the token sequence reached the workers too
 }
 
 func TestMigrationsStillRunOnADistributedSchema(t *testing.T) {
@@ -228,6 +243,21 @@ func TestMigrationsStillRunOnADistributedSchema(t *testing.T) {
 	require.NoError(t, migrations.Check(ctx, pool, schema))
 	requireDistributed(t, pool, schema)
 	require.NoError(t, migrations.Distribute(ctx, pool, schema), "and Distribute after a migration changes nothing")
+
+	// All the way down (the token sequence is dropped after the table whose
+	// default it is) and up again.
+	for {
+		_, err := m.Down(ctx)
+		if errors.Is(err, goose.ErrNoNextVersion) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	require.False(t, citusTableOf(t, pool, schema, "idem_records").found)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	require.NoError(t, migrations.Distribute(ctx, pool, schema))
+	requireDistributed(t, pool, schema)
 }
 
 func TestDistributeRefusesACitusWorker(t *testing.T) {
