@@ -1,0 +1,87 @@
+package citustest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/migrations"
+)
+
+// schemaTimeout bounds creating, migrating, distributing and dropping a test
+// schema (distributing creates a few dozen shards on the workers).
+const schemaTimeout = 2 * time.Minute
+
+// NewSchema creates a uniquely named schema on the coordinator (see URL),
+// migrates it to migrations.Latest() with migrations.Up, distributes it with
+// migrations.Distribute (idem_scopes and idem_records hash-distributed by
+// scope and colocated), and returns a pool on the coordinator's database and
+// the schema's name. The pool's search_path is left alone, so a query that
+// forgets to qualify a table fails in tests as it would in production. The
+// pool is closed and the schema dropped (on every node) when t ends.
+func NewSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool, name := NewLocalSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
+	defer cancel()
+	if err := migrations.Distribute(ctx, pool, name); err != nil {
+		t.Fatalf("citustest: distribute schema %s: %v", name, err)
+	}
+	return pool, name
+}
+
+// NewLocalSchema is NewSchema without the distribution: the schema is
+// migrated and its tables are plain tables on the coordinator, for tests of
+// the distribution itself.
+func NewLocalSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	u := URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
+	defer cancel()
+
+	name := uniqueSchemaName(t)
+	// Registered first so that it runs last, after the pool is closed.
+	t.Cleanup(func() { dropSchema(t, u, name) })
+	if err := migrations.Up(ctx, u, name); err != nil {
+		t.Fatalf("citustest: migrate schema %s: %v", name, err)
+	}
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatalf("citustest: pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, name
+}
+
+// uniqueSchemaName returns a name that matches migrations.SchemaPattern and
+// that no other test, in this binary or another, will draw.
+func uniqueSchemaName(t testing.TB) string {
+	t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("citustest: random schema name: %v", err)
+	}
+	return "citustest_" + hex.EncodeToString(b[:])
+}
+
+// dropSchema drops the schema with its tables; Citus drops their shards on
+// the workers too.
+func dropSchema(t testing.TB, databaseURL, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		t.Logf("citustest: drop schema %s: %v", name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+		t.Errorf("citustest: drop schema %s: %v", name, err)
+	}
+}
