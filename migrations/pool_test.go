@@ -361,3 +361,28 @@ func TestSchemasMigrateIndependently(t *testing.T) {
 	require.NoError(t, schema.Check(ctx, pool, b))
 	require.ErrorIs(t, schema.Check(ctx, pool, a), schema.ErrNotMigrated, "a's migration is not committed")
 }
+
+// The setup of docs/operations.md: a DBA makes the schema for the
+// migrating role, which needs no CREATE on the database and ends up owning
+// every table.
+func TestARoleThatOwnsTheSchemaMigratesWithoutCreateOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	admin, name := freshSchema(t)
+	role := newRole(t, admin)
+	_, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()+" AUTHORIZATION "+role)
+	require.NoError(t, err)
+	migrator := newPool(t, func(c *pgxpool.Config) {
+		c.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, "SET ROLE "+role)
+			return err
+		}
+	})
+	res, err := newMigrator(t, migrator, name).Up(ctx)
+	require.NoError(t, err)
+	require.Len(t, res, int(schema.Latest))
+	var others int
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relowner <> $2::regrole",
+		name, role).Scan(&others))
+	require.Zero(t, others, "the migrating role owns every table, sequence and index")
+}

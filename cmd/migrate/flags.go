@@ -72,8 +72,8 @@ type versionValue struct {
 }
 
 func (v versionValue) String() string {
-	if v.target == nil {
-		return ""
+	if v.target == nil || !*v.set {
+		return "" // no default: -h prints none
 	}
 	return strconv.FormatInt(*v.target, 10)
 }
@@ -96,16 +96,17 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 	// The flag package's own messages repeat values in full: ours quote a
 	// bounded prefix, so its output is discarded.
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.databaseURL, "database-url", os.Getenv("DATABASE_URL"),
-		"PostgreSQL URL or key=value connection string (default $DATABASE_URL); never echoed, it may hold a password")
+	// No default in the flag itself: -h would print it, password included.
+	fs.StringVar(&cfg.databaseURL, "database-url", "",
+		"PostgreSQL `URL` or key=value connection string (default $DATABASE_URL); never echoed, it may hold a password")
 	fs.StringVar(&cfg.schema, "schema", schema.Default, "schema that holds idemstore's tables")
 	cfg.connectTimeout, cfg.timeout = defaultConnectTimeout, defaultTimeout
 	fs.Var(durationValue{"connect-timeout", &cfg.connectTimeout, &bad}, "connect-timeout",
-		"give up connecting to the database after this long (each attempt)")
+		"give up connecting to the database after this `duration` (each attempt)")
 	fs.Var(durationValue{"timeout", &cfg.timeout, &bad}, "timeout",
-		"give up the whole command after this long, including the wait for a concurrent migration's lock")
+		"give up the whole command after this `duration`, including the wait for a concurrent migration's lock")
 	fs.Var(versionValue{&cfg.to, &cfg.toSet, &bad}, "to",
-		"up: stop after this version; down: roll back every migration above it (0: all)")
+		"up: stop after version `N`; down: roll back every migration above N (0: all)")
 	printUsage := func() {
 		fs.SetOutput(stderr)
 		fmt.Fprint(stderr, usageText())
@@ -144,6 +145,9 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 		return cfg, false, usagef("unexpected argument %s after %s", contract.Quote(fs.Arg(0)), cfg.command)
 	case cfg.toSet && cfg.command != "up" && cfg.command != "down":
 		return cfg, false, usagef("-to is for up and down only")
+	}
+	if cfg.databaseURL == "" {
+		cfg.databaseURL = os.Getenv("DATABASE_URL")
 	}
 	return cfg, false, nil
 }

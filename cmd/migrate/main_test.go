@@ -485,3 +485,12 @@ func TestDatabaseURLDefaultsToTheEnvironment(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "0\n", r.stdout)
 }
+
+func TestHelpNeverPrintsTheDatabaseURL(t *testing.T) {
+	// Not parallel: it sets DATABASE_URL for the whole process.
+	t.Setenv("DATABASE_URL", "postgres://u:s3cr3t@db.example/app")
+	r := runMigrate("-h")
+	require.Equal(t, exitOK, r.code)
+	require.NotContains(t, r.stderr, "s3cr3t")
+	require.NotContains(t, r.stderr, "db.example")
+}
