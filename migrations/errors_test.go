@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -126,6 +127,7 @@ func TestBadConfigIsAConfigErrorThatQuotesABoundedPrefix(t *testing.T) {
 		{Schema: `x"; DROP TABLE y; --`},
 		{Schema: "pg_catalog"},
 		{ConnectTimeout: -1},
+		{ConnectTimeout: math.MaxInt64},
 	} {
 		_, err := migrations.New(nil, cfg)
 		var ce *contract.ConfigError

@@ -50,18 +50,10 @@ func (c *Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if err := schema.Validate(c.Schema); err != nil {
-		problem := err.Error()
-		var ie *contract.InputError
-		if errors.As(err, &ie) {
-			problem = ie.Problem
-		}
-		return &contract.ConfigError{Config: configName, Field: "Schema", Problem: problem}
+	if err := schema.ValidateConfig(configName, "Schema", c.Schema); err != nil {
+		return err
 	}
-	if c.ConnectTimeout < 0 {
-		return &contract.ConfigError{Config: configName, Field: "ConnectTimeout", Problem: "negative (" + c.ConnectTimeout.String() + ")"}
-	}
-	return nil
+	return contract.CheckConfigDuration(configName, "ConnectTimeout", c.ConnectTimeout)
 }
 
 // Migrator applies and inspects idemstore's migrations in one schema. It

@@ -27,7 +27,14 @@ func TestValidateAcceptsOnlySafeLowerCaseNames(t *testing.T) {
 		require.True(t, errors.As(err, &ie))
 		require.Equal(t, "schema", ie.Field)
 		require.Less(t, len(err.Error()), 300, "a bounded prefix of the name")
+
+		err = schema.ValidateConfig("x.Config", "Schema", bad)
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "Schema", ce.Field)
+		require.Equal(t, ie.Problem, ce.Problem, "the same words in both")
 	}
+	require.NoError(t, schema.ValidateConfig("x.Config", "Schema", "idemstore"))
 }
 
 func TestNotMigratedErrorSaysWhatToDo(t *testing.T) {
