@@ -1,6 +1,6 @@
 -- The tables of idemstore's durable store (package store/pgstore).
 --
--- Table names are unqualified on purpose: cmd/migrate runs goose with
+-- Table names are unqualified on purpose: package migrations runs them with
 -- search_path set to the configured schema, so one database can hold several
 -- independent stores, each in its own schema.
 

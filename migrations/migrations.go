@@ -1,67 +1,74 @@
 // Package migrations holds the SQL schema of idemstore's PostgreSQL store and
-// applies it with goose.
+// applies it, on the application's own pgx pool or inside the application's
+// own transaction.
 //
 // The store's tables live in one PostgreSQL schema of the user's choosing
-// (DefaultSchema unless configured), so one database can host several
+// (schema.Default unless configured), so one database can host several
 // independent stores and never mixes idemstore's tables with the host
 // application's. The .sql files name their tables unqualified; this package
-// runs them with search_path set to the schema.
+// runs them with search_path set to the schema, for the one transaction that
+// runs them.
 //
 // Two habits keep idemstore a good guest in someone else's database:
-//   - it records its history in its own version table (VersionTable, inside
-//     the schema), never in the host application's goose_db_version;
+//   - it records its history in its own version table (schema.VersionTable,
+//     inside the schema, in goose's format), never in the host application's
+//     goose_db_version;
 //   - it migrates under a PostgreSQL advisory lock derived from the schema
 //     name, so two deploys migrating at once cannot race: one applies, the
 //     other waits and finds nothing left to do.
 //
-// Run the migrations before deploying a build that needs them, with
-// cmd/migrate or Up. The store checks the version on start (Check) and
-// refuses to run against a schema that is behind, naming the command to run.
+// Use it from a service:
+//
+//	m, err := migrations.New(pool, &migrations.Config{Schema: "idemstore"})
+//	if err != nil { … }
+//	applied, err := m.Up(ctx) // []migrations.Result, empty when nothing was pending
+//
+// or from the command line with cmd/migrate. The store (package
+// store/pgstore) checks the version on start with package
+// migrations/schema, which does not link goose, and refuses a schema that is
+// behind, naming the command to run.
+//
+// # Two routes, one bookkeeping
+//
+// On a pool, goose (github.com/pressly/goose/v3) runs the migrations: it
+// takes the advisory lock on one session, runs each migration in its own
+// transaction and records it in the version table. Inside a caller's
+// transaction (the ...Tx methods) goose cannot help, since it owns its
+// transactions; this package runs the same SQL itself, inside that
+// transaction, under the transaction-scoped form of the same advisory lock,
+// and writes the same rows to the same version table. Either route sees what
+// the other did, and so does goose itself. Every migration must therefore run
+// inside a transaction: a file that asks for NO TRANSACTION is refused.
 package migrations
 
 import (
 	"embed"
-	"io/fs"
-	"path"
-
-	"github.com/idemstore/idemstore/migrations/schema"
-
-	"github.com/pressly/goose/v3"
+	"time"
 )
 
 // FS holds the migrations, one goose SQL file per version. It is exported so
 // that tools of the user's own (a migration runner that bundles several
-// libraries' migrations) can apply the same files.
+// libraries' migrations) can apply the same files; such a runner must set
+// search_path to the schema and use schema.VersionTable there as its
+// version table.
 //
 //go:embed *.sql
 var FS embed.FS
 
-// DefaultSchema is the PostgreSQL schema idemstore uses when none is given.
-const DefaultSchema = schema.Default
-
-// VersionTable is the name of idemstore's goose version table, created inside
-// the store's schema. It is not goose's default (goose_db_version) so that a
-// host application that uses goose itself keeps its own history untouched.
-const VersionTable = schema.VersionTable
-
-// Latest returns the highest migration version in FS: the version a schema
-// must have for this build of idemstore to use it.
-func Latest() int64 {
-	return latestIn(FS)
+// Result is one migration that Up, UpTo, Down or DownTo (or their Tx twins)
+// applied or rolled back.
+type Result struct {
+	Version  int64         // the migration's version, e.g. 1
+	Name     string        // its file in FS, e.g. "00001_create_idemstore.sql"
+	Duration time.Duration // how long it ran, bookkeeping included
 }
 
-func latestIn(fsys fs.FS) int64 {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		// Glob only fails on a malformed pattern, and ours is constant.
-		return 0
-	}
-	var latest int64
-	for _, name := range names {
-		v, err := goose.NumericComponent(path.Base(name))
-		if err == nil && v > latest {
-			latest = v
-		}
-	}
-	return latest
+// Status is one migration's state in a schema.
+type Status struct {
+	Version int64
+	// Name is the migration's file in FS; "" for a version this build does
+	// not know, applied by a newer build.
+	Name      string
+	Applied   bool
+	AppliedAt time.Time // when it was applied, by the database's clock; zero unless Applied
 }

@@ -2,209 +2,208 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/migrations/schema"
 )
 
-// DefaultConnectTimeout bounds each connection attempt when the database URL
-// sets no connect_timeout, so an unreachable server is reported instead of
-// hanging a deploy.
+// DefaultConnectTimeout bounds each connection attempt of a Migrator made by
+// Open when neither the URL (connect_timeout) nor Config.ConnectTimeout sets
+// one, so an unreachable server is reported instead of hanging a deploy.
 const DefaultConnectTimeout = 10 * time.Second
 
-// lockRetryInterval is how often a migrator waiting for another one's
-// advisory lock tries again (goose's default is 5 s), and lockRetries how many
-// times before it gives up (5 minutes in all).
-const (
-	lockRetryInterval = 1 // seconds; goose counts whole seconds
-	lockRetries       = 300
-)
+// configName names Config in its errors.
+const configName = "migrations.Config"
 
-// Migrator applies and inspects idemstore's migrations in one schema of one
-// database. It holds a small connection pool: Close it. A Migrator is safe
-// for use by one goroutine at a time; separate Migrators (in one process or
-// many) may migrate the same schema at once, the advisory lock lets one
-// apply while the others wait.
+// Config says which schema a Migrator works on. A nil *Config means the
+// defaults.
+type Config struct {
+	// Schema is the PostgreSQL schema that holds idemstore's tables; it
+	// must pass schema.Validate. Defaults to schema.Default.
+	Schema string
+	// ConnectTimeout bounds each connection attempt of a Migrator made by
+	// Open, unless the URL sets connect_timeout. New ignores it: the pool
+	// is the caller's. Defaults to DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+}
+
+func (c *Config) withDefaults() Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Schema == "" {
+		out.Schema = schema.Default
+	}
+	if out.ConnectTimeout == 0 {
+		out.ConnectTimeout = DefaultConnectTimeout
+	}
+	return out
+}
+
+func (c Config) validate() error {
+	if err := schema.ValidateConfig(configName, "Schema", c.Schema); err != nil {
+		return err
+	}
+	return contract.CheckConfigDuration(configName, "ConnectTimeout", c.ConnectTimeout)
+}
+
+// Migrator applies and inspects idemstore's migrations in one schema. It
+// holds no connection of its own between calls and is safe for concurrent
+// use; separate Migrators (in one process or many) may migrate the same
+// schema at once: the advisory lock lets one apply while the others wait,
+// as long as their contexts allow, then find nothing left to do.
+//
+// Every method that changes the schema has a ...Tx twin that runs inside a
+// transaction the caller owns (see the package doc for how).
 type Migrator struct {
-	db       *sql.DB
-	schema   string
-	provider *goose.Provider
+	pool    *pgxpool.Pool // nil: only the ...Tx methods work
+	owned   bool          // Open made pool; Close closes it
+	schema  string
+	sources []source
 }
 
-// Open checks schema, connects to databaseURL (any form pgx accepts: a URL
-// or key=value pairs) and returns a Migrator for the migrations in FS. It
-// fails with a *contract.InputError for a bad schema name, and with the
-// connection error when the server cannot be reached or refuses the login.
-// Open writes nothing to the database.
-func Open(ctx context.Context, databaseURL, schema string) (*Migrator, error) {
-	return open(ctx, databaseURL, schema, FS)
-}
-
-func open(ctx context.Context, databaseURL, schema string, fsys fs.FS) (*Migrator, error) {
-	if err := ValidateSchema(schema); err != nil {
+// New returns a Migrator for the migrations in FS that works on the
+// caller's pool; the pool stays the caller's (Close does not close it). It
+// needs at most one of the pool's connections at a time. pool may be nil
+// when only the ...Tx methods will be used. New sends nothing to the
+// database; it fails only with a *contract.ConfigError for a bad Config.
+func New(pool *pgxpool.Pool, cfg *Config) (*Migrator, error) {
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(databaseURL)
+	sources, err := parseSources(FS)
 	if err != nil {
-		// pgconn redacts the password from its parse errors.
-		return nil, fmt.Errorf("invalid database URL: %w", err)
+		// The embedded files are fixed at build time and tested.
+		return nil, fmt.Errorf("migrations: embedded files: %w", err)
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	// The migration files name their tables unqualified: they land in the
-	// schema, and nothing of idemstore's lands in public.
-	cfg.RuntimeParams["search_path"] = quoteSchema(schema)
+	return &Migrator{pool: pool, schema: c.Schema, sources: sources}, nil
+}
 
-	db := stdlib.OpenDB(*cfg)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+// Open is New on a pool of its own, made from databaseURL (a URL or
+// key=value pairs, as pgx accepts them), for tools that have no pool: Close
+// closes it. It connects once to report an unreachable server, a refused
+// login or a missing database at once. A malformed URL gives a
+// *contract.ConfigError that does not repeat the URL (it may hold a
+// password).
+func Open(ctx context.Context, databaseURL string, cfg *Config) (*Migrator, error) {
+	const op = "connect to database"
+	if err := contract.CheckContext(ctx); err != nil {
+		return nil, err
 	}
-	locker, err := lock.NewPostgresSessionLocker(
-		lock.WithLockID(lockID(schema)),
-		lock.WithLockTimeout(lockRetryInterval, lockRetries),
-	)
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("migrations: session locker: %w", err)
+		return nil, &contract.ConfigError{Config: "migrations.Open", Field: "databaseURL", Problem: urlProblem(err)}
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		// Unquoted on purpose: goose splits the name on "." to look the table
-		// up in pg_tables; ValidateSchema makes quoting unnecessary.
-		goose.WithTableName(schema+"."+VersionTable),
-		goose.WithSessionLocker(locker),
-		goose.WithDisableGlobalRegistry(true),
-	)
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = c.ConnectTimeout
+	}
+	// One connection does: no route holds two at once.
+	pc.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("migrations: %w", err)
+		return nil, classify(ctx, op, err)
 	}
-	return &Migrator{db: db, schema: schema, provider: p}, nil
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, classify(ctx, op, err)
+	}
+	m, err := New(pool, &c)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	m.owned = true
+	return m, nil
+}
+
+// urlProblem says what is wrong with a database URL that pgx could not
+// parse, in pgx's words and without the URL (its redaction of passwords is
+// best effort), at most a bounded prefix of it (contract.Quote).
+func urlProblem(err error) string {
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) {
+		return "malformed"
+	}
+	msg := pce.Error()
+	if inner := pce.Unwrap(); inner != nil {
+		msg = strings.TrimSuffix(msg, " ("+inner.Error()+")")
+	}
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		msg = msg[i+len("`: "):]
+	}
+	return "malformed: " + contract.Quote(msg) + " (the URL is not repeated: it may hold a password)"
+}
+
+// Close closes the pool Open made. For a Migrator made by New it does
+// nothing: the pool is the caller's.
+func (m *Migrator) Close() {
+	if m.owned {
+		m.pool.Close()
+	}
 }
 
 // Schema returns the schema the Migrator works on.
 func (m *Migrator) Schema() string { return m.schema }
 
-// Close closes the Migrator's connections.
-func (m *Migrator) Close() error { return m.provider.Close() }
+// Latest returns the highest migration version in FS (schema.Latest).
+func (m *Migrator) Latest() int64 { return m.sources[len(m.sources)-1].version }
 
-// Up creates the schema if it is missing and applies every pending
-// migration, each in its own transaction, under the schema's advisory lock.
-// It returns what it applied: nothing when the schema was already current
-// (for example because a concurrent migrator got there first).
-func (m *Migrator) Up(ctx context.Context) ([]*goose.MigrationResult, error) {
-	if err := m.ensureSchema(ctx); err != nil {
-		return nil, err
-	}
-	res, err := m.provider.Up(ctx)
+// Up applies every pending migration to the schema in the database at
+// databaseURL, creating the schema if needed: Open, Migrator.Up and Close in
+// one call, for tools and tests. It is safe to run from several processes
+// at once and does nothing on a current schema.
+func Up(ctx context.Context, databaseURL, schemaName string) error {
+	m, err := Open(ctx, databaseURL, &Config{Schema: schemaName})
 	if err != nil {
-		return res, fmt.Errorf("migrate schema %q up: %w", m.schema, err)
+		return err
 	}
-	return res, nil
+	defer m.Close()
+	_, err = m.Up(ctx)
+	return err
 }
 
-// ensureSchema creates the schema unless it exists. Only CREATE needs the
-// database's CREATE privilege, so a DBA may create the schema beforehand and
-// grant the migrating role rights on it alone. The advisory transaction lock
-// keeps two concurrent first migrations from both trying to create it.
-func (m *Migrator) ensureSchema(ctx context.Context) error {
-	tx, err := m.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("create schema %q: %w", m.schema, err)
+// usable refuses a nil context and, for the pool route, a Migrator made
+// without a pool.
+func (m *Migrator) usable(ctx context.Context, needPool bool) error {
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
 	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(m.schema)); err != nil {
-		return fmt.Errorf("create schema %q: lock: %w", m.schema, err)
-	}
-	var exists bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", m.schema).Scan(&exists); err != nil {
-		return fmt.Errorf("create schema %q: %w", m.schema, err)
-	}
-	if !exists {
-		if _, err := tx.ExecContext(ctx, "CREATE SCHEMA "+quoteSchema(m.schema)); err != nil {
-			return fmt.Errorf("create schema %q: %w", m.schema, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create schema %q: %w", m.schema, err)
+	if needPool && m.pool == nil {
+		return &contract.ConfigError{Config: "migrations.New", Field: "pool", Problem: "nil: this Migrator runs only the ...Tx methods"}
 	}
 	return nil
 }
 
-// Down rolls back the most recently applied migration. With nothing to roll
-// back it returns goose.ErrNoNextVersion and changes nothing.
-func (m *Migrator) Down(ctx context.Context) (*goose.MigrationResult, error) {
-	_, exists, err := m.version(ctx)
-	if err != nil {
-		return nil, err
+// checkTarget refuses a version no migration has (0 is allowed going down:
+// every migration rolled back).
+func (m *Migrator) checkTarget(v int64, down bool) error {
+	if down && v == 0 {
+		return nil
 	}
-	if !exists {
-		return nil, goose.ErrNoNextVersion
+	if _, ok := lookup(m.sources, v); ok {
+		return nil
 	}
-	res, err := m.provider.Down(ctx)
-	if err != nil && !errors.Is(err, goose.ErrNoNextVersion) {
-		return res, fmt.Errorf("migrate schema %q down: %w", m.schema, err)
+	versions := make([]string, len(m.sources))
+	for i, s := range m.sources {
+		versions[i] = strconv.FormatInt(s.version, 10)
 	}
-	return res, err
+	low := ""
+	if down {
+		low = "0, "
+	}
+	return &contract.InputError{Field: "version", Problem: fmt.Sprintf("no migration has version %d (this build has %s%s)", v, low, strings.Join(versions, ", "))}
 }
-
-// Status lists every migration in FS, in version order, with whether and
-// when it was applied. It writes nothing: on a schema that was never
-// migrated every migration is reported pending.
-func (m *Migrator) Status(ctx context.Context) ([]*goose.MigrationStatus, error) {
-	_, exists, err := m.version(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		sources := m.provider.ListSources()
-		out := make([]*goose.MigrationStatus, 0, len(sources))
-		for _, s := range sources {
-			out = append(out, &goose.MigrationStatus{Source: s, State: goose.StatePending})
-		}
-		return out, nil
-	}
-	st, err := m.provider.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("status of schema %q: %w", m.schema, err)
-	}
-	return st, nil
-}
-
-// Version returns the highest migration version applied to the schema, 0
-// when it was never migrated. It writes nothing.
-func (m *Migrator) Version(ctx context.Context) (int64, error) {
-	v, _, err := m.version(ctx)
-	return v, err
-}
-
-func (m *Migrator) version(ctx context.Context) (int64, bool, error) {
-	v, exists, err := schemaVersion(ctx, sqlRower{m.db}, m.schema)
-	if err != nil {
-		return 0, false, fmt.Errorf("version of schema %q: %w", m.schema, err)
-	}
-	return v, exists, nil
-}
-
-// Up applies every pending migration to schema in the database at
-// databaseURL, creating the schema if needed; see Migrator.Up. It is safe to
-// run from several processes at once and does nothing on a current schema.
-func Up(ctx context.Context, databaseURL, schema string) error {
-	m, err := Open(ctx, databaseURL, schema)
-	if err != nil {
-		return err
-	}
-	_, err = m.Up(ctx)
-	return errors.Join(err, m.Close())
-}
-
-// Sources lists the migrations in FS in version order.
-func (m *Migrator) Sources() []*goose.Source { return m.provider.ListSources() }

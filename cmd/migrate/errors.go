@@ -7,15 +7,23 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
-// describe turns an error from opening or migrating into one line an
-// operator can act on: what failed and why, without pgx's per-address
-// repetition or a stack trace. Passwords never appear: pgx redacts them
-// from parse errors and no other error carries the connection string.
-func describe(err error, cfg config) string {
+// maxLine bounds a line on stderr: what the server or the driver says is
+// not ours to quote value by value, so the whole line is bounded too.
+const maxLine = 1000
+
+// describe turns an error from opening or migrating into what an operator
+// can act on: what failed and why, without pgx's per-address repetition,
+// the caller's deadline said as the flag that set it. Passwords never
+// appear: migrations.Open does not repeat the URL and no other error
+// carries it.
+func describe(err error, cfg config, opening bool) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
@@ -27,17 +35,27 @@ func describe(err error, cfg config) string {
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) && pgErr == nil {
-		addr := address(ce.Config)
+		addr := contract.Quote(address(ce.Config))
 		var opErr *net.OpError
 		var dnsErr *net.DNSError
 		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			return fmt.Sprintf("cannot reach the database at %s: no answer within %s", addr, cfg.connectTimeout)
+		case errors.Is(err, context.DeadlineExceeded) && cfg.connectTimeout <= cfg.timeout:
+			return fmt.Sprintf("cannot reach the database at %s: no answer within %s (-connect-timeout)", addr, cfg.connectTimeout)
 		case errors.As(err, &dnsErr):
-			return fmt.Sprintf("cannot reach the database at %s: %s", addr, dnsErr.Error())
+			return fmt.Sprintf("cannot reach the database at %s: %s", addr, dnsErr.Err)
 		case errors.As(err, &opErr):
 			return fmt.Sprintf("cannot reach the database at %s: %s", addr, opErr.Err.Error())
 		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && opening && cfg.connectTimeout <= cfg.timeout:
+		// The connection was still being set up (a pool's wait hides
+		// pgconn's ConnectError).
+		return fmt.Sprintf("cannot reach the database: no answer within %s (-connect-timeout)", cfg.connectTimeout)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("gave up after %s (-timeout), waiting for the database or for a concurrent migration's lock: %s", cfg.timeout, oneLine(err))
+	case errors.Is(err, context.Canceled):
+		return "interrupted: " + oneLine(err)
 	}
 	return oneLine(err)
 }
@@ -64,4 +82,17 @@ func oneLine(err error) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// line cuts s to maxLine bytes (at a rune boundary), saying how long it
+// was.
+func line(s string) string {
+	if len(s) <= maxLine {
+		return s
+	}
+	cut := maxLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -1,7 +1,9 @@
 // Command migrate applies idemstore's PostgreSQL migrations. Run it before
-// deploying a build of idemstore that needs a newer schema:
+// deploying a build of idemstore that needs a newer schema, and use
+// `migrate check` as the deploy gate that fails while migrations are
+// pending:
 //
-//	migrate [flags] up | down | status | version | sql
+//	migrate [flags] up [-to N] | down [-to N] | status | version | check | sql
 //
 //	go run github.com/idemstore/idemstore/cmd/migrate -schema idemstore up
 //
@@ -10,7 +12,8 @@
 // schema's own version table, never the host application's
 // goose_db_version, and applied under an advisory lock, so several deploys
 // may run `up` at once. `sql` prints the script for applying by hand and
-// needs no database.
+// needs no database. `migrate -h` lists the flags and the exit statuses
+// (0 done, 1 failed, 2 called wrongly, 3 migrations pending for check).
 package main
 
 import (

@@ -3,72 +3,87 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"time"
+	"strings"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/migrations/schema"
-	"github.com/idemstore/idemstore/store"
 )
 
-// Exit codes: 0 done, 1 the command failed, 2 it was called wrongly.
+// Exit statuses; exitCodes explains them in -h and docs/operations.md has
+// the same table (a test keeps them equal).
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK      = 0
+	exitFail    = 1
+	exitUsage   = 2
+	exitPending = 3
 )
 
-// Defaults of the flags.
-const (
-	defaultConnectTimeout = 5 * time.Second
-	defaultTimeout        = 10 * time.Minute
-)
+// exitCodes are the exit statuses as -h and docs/operations.md explain them.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "done (check: no migration is pending)"},
+	{exitFail, "the command failed: the database could not be reached or refused the login or a statement, or the schema's version table and tables disagree"},
+	{exitUsage, "called wrongly: unknown command or flag, bad -schema, -to, -timeout or -connect-timeout, malformed database URL, no database URL"},
+	{exitPending, "check only: migrations are pending (run migrate up)"},
+}
 
-const usageText = `usage: migrate [flags] up | down | status | version | sql
+func usageText() string {
+	var b strings.Builder
+	b.WriteString(`usage: migrate [flags] up [-to N] | down [-to N] | status | version | check | sql
 
 Applies idemstore's PostgreSQL migrations to one schema.
 
 commands:
-  up       create the schema if needed and apply every pending migration
-  down     roll back the most recent migration
-  status   list the migrations and whether each is applied
+  up       create the schema if needed and apply every pending migration (-to N: up to N)
+  down     roll back the most recent migration (-to N: every migration above N; -to 0: all)
+  status   list the migrations, whether each is applied, and how many are pending
   version  print the schema's migration version (0: never migrated)
+  check    exit 0 when no migration is pending, 3 while some are: a deploy gate
   sql      print the SQL of every migration, for applying by hand (no database needed)
 
-flags:
-`
-
-// config is what the flags say.
-type config struct {
-	databaseURL    string
-	schema         string
-	connectTimeout time.Duration
-	timeout        time.Duration
-	command        string
+exit status:
+`)
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", c.code, c.meaning)
+	}
+	b.WriteString("\nflags (before or after the command):\n")
+	return b.String()
 }
 
 // run is the whole command, minus the process: it parses args, prints
-// results to stdout and at most one line per failure to stderr, and returns
-// the exit code.
+// results to stdout and one line per failure to stderr (usage errors add the
+// usage), and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, code, ok := parse(args, stderr)
-	if !ok {
-		return code
+	cfg, help, err := parse(args, stderr)
+	switch {
+	case help:
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "migrate: %s\n", err)
+		fmt.Fprintln(stderr, "run migrate -h for the commands, flags and exit statuses")
+		return exitUsage
 	}
 	if err := schema.Validate(cfg.schema); err != nil {
-		var ie *store.InputError
+		var ie *contract.InputError
 		if errors.As(err, &ie) {
-			fmt.Fprintf(stderr, "migrate: invalid -schema %q: %s\n", cfg.schema, ie.Problem)
+			fmt.Fprintf(stderr, "migrate: invalid -schema: %s\n", ie.Problem)
 		} else {
-			fmt.Fprintf(stderr, "migrate: invalid -schema %q: %s\n", cfg.schema, oneLine(err))
+			fmt.Fprintf(stderr, "migrate: invalid -schema: %s\n", line(err.Error()))
 		}
 		return exitUsage
 	}
 	if cfg.command == "sql" {
-		return printSQL(cfg, stdout, stderr)
+		script, err := migrations.SQL(cfg.schema)
+		if err != nil {
+			return fail(stderr, "sql", err, cfg, false)
+		}
+		fmt.Fprint(stdout, script)
+		return exitOK
 	}
 	if cfg.databaseURL == "" {
 		fmt.Fprintln(stderr, "migrate: no database: set -database-url or DATABASE_URL")
@@ -79,65 +94,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	openCtx, cancelOpen := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancelOpen()
-	m, err := migrations.Open(openCtx, cfg.databaseURL, cfg.schema)
+	m, err := migrations.Open(openCtx, cfg.databaseURL, &migrations.Config{Schema: cfg.schema, ConnectTimeout: cfg.connectTimeout})
 	if err != nil {
-		fmt.Fprintf(stderr, "migrate: %s\n", describe(err, cfg))
-		return exitFail
+		return fail(stderr, "", err, cfg, true)
 	}
 	defer m.Close()
 
-	if err := commands[cfg.command](ctx, m, stdout); err != nil {
-		fmt.Fprintf(stderr, "migrate: %s: %s\n", cfg.command, describe(err, cfg))
-		return exitFail
+	err = commands[cfg.command](ctx, m, cfg, stdout)
+	var pe *pendingError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(stderr, "migrate: check: %s\n", line(pe.Error()))
+		return exitPending
 	}
-	return exitOK
-}
-
-// parse reads the flags and the command. ok is false when run must return
-// code at once (usage printed, or -h asked for).
-func parse(args []string, stderr io.Writer) (cfg config, code int, ok bool) {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&cfg.databaseURL, "database-url", os.Getenv("DATABASE_URL"),
-		"PostgreSQL URL or key=value connection string (default $DATABASE_URL)")
-	fs.StringVar(&cfg.schema, "schema", schema.Default, "schema that holds idemstore's tables")
-	fs.DurationVar(&cfg.connectTimeout, "connect-timeout", defaultConnectTimeout, "give up connecting after this long")
-	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout,
-		"give up the whole command after this long (a concurrent migration's lock is waited for)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK, false
-		}
-		return cfg, exitUsage, false // flag printed the error and the usage
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "migrate: expected exactly one command")
-		fs.Usage()
-		return cfg, exitUsage, false
-	}
-	cfg.command = fs.Arg(0)
-	if _, known := commands[cfg.command]; !known && cfg.command != "sql" {
-		fmt.Fprintf(stderr, "migrate: unknown command %q\n", cfg.command)
-		fs.Usage()
-		return cfg, exitUsage, false
-	}
-	if cfg.connectTimeout <= 0 || cfg.timeout <= 0 {
-		fmt.Fprintln(stderr, "migrate: -connect-timeout and -timeout must be positive")
-		return cfg, exitUsage, false
-	}
-	return cfg, exitOK, true
-}
-
-func printSQL(cfg config, stdout, stderr io.Writer) int {
-	script, err := migrations.SQL(cfg.schema)
 	if err != nil {
-		fmt.Fprintf(stderr, "migrate: sql: %s\n", oneLine(err))
-		return exitFail
+		return fail(stderr, cfg.command, err, cfg, false)
 	}
-	fmt.Fprint(stdout, script)
 	return exitOK
+}
+
+// fail prints err as one line (opening: it came from connecting) and
+// returns its exit status: bad input
+// (contract.ErrInvalidInput: a malformed URL, an unknown -to version) is
+// a usage error, anything else a failure.
+func fail(stderr io.Writer, command string, err error, cfg config, opening bool) int {
+	prefix := "migrate: "
+	if command != "" {
+		prefix += command + ": "
+	}
+	fmt.Fprintf(stderr, "%s%s\n", prefix, line(describe(err, cfg, opening)))
+	if errors.Is(err, contract.ErrInvalidInput) {
+		return exitUsage
+	}
+	return exitFail
 }

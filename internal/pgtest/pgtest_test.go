@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemstore/idemstore/migrations"
+	"github.com/idemstore/idemstore/migrations/schema"
 )
 
 func TestURLReachesPostgreSQL15OrNewer(t *testing.T) {
@@ -25,11 +25,11 @@ func TestURLReachesPostgreSQL15OrNewer(t *testing.T) {
 func TestNewSchemaIsMigratedToLatest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schema := NewSchema(t)
-	require.NoError(t, migrations.Check(ctx, pool, schema))
+	pool, name := NewSchema(t)
+	require.NoError(t, schema.Check(ctx, pool, name))
 	var n int
 	require.NoError(t, pool.QueryRow(ctx,
-		"SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'idem_records'", schema).Scan(&n))
+		"SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'idem_records'", name).Scan(&n))
 	require.Equal(t, 1, n)
 }
 
@@ -39,13 +39,13 @@ func TestSchemasAreIsolated(t *testing.T) {
 	poolA, a := NewEmptySchema(t)
 	poolB, b := NewEmptySchema(t)
 	require.NotEqual(t, a, b)
-	require.NoError(t, migrations.ValidateSchema(a))
+	require.NoError(t, schema.Validate(a))
 
 	_, err := poolA.Exec(ctx, "CREATE TABLE "+pgx.Identifier{a, "t"}.Sanitize()+" (x int)")
 	require.NoError(t, err)
 	_, err = poolB.Exec(ctx, "SELECT * FROM "+pgx.Identifier{b, "t"}.Sanitize())
 	require.Error(t, err, "a table made in one test's schema must not exist in another's")
-	require.Error(t, migrations.Check(ctx, poolA, a), "an empty schema is not migrated")
+	require.Error(t, schema.Check(ctx, poolA, a), "an empty schema is not migrated")
 }
 
 func TestSchemaIsDroppedWhenTheTestEnds(t *testing.T) {
@@ -67,8 +67,8 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := NewContainer(t)
-	pool, schema := c.NewSchema(t)
-	table := pgx.Identifier{schema, "kept"}.Sanitize()
+	pool, name := c.NewSchema(t)
+	table := pgx.Identifier{name, "kept"}.Sanitize()
 	_, err := pool.Exec(ctx, "CREATE TABLE "+table+" (x int); INSERT INTO "+table+" VALUES (42)")
 	require.NoError(t, err)
 
@@ -88,7 +88,7 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 	var x int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT x FROM "+table).Scan(&x))
 	require.Equal(t, 42, x)
-	require.NoError(t, migrations.Check(ctx, conn, schema), "the migrated schema survives a restart")
+	require.NoError(t, schema.Check(ctx, conn, name), "the migrated schema survives a restart")
 
 	if localEngine() {
 		// The pool made before the restart reconnects by itself.

@@ -71,7 +71,7 @@ func newSchema(t testing.TB, databaseURL func() string, migrate bool) (*pgxpool.
 	return pool, name
 }
 
-// uniqueSchemaName returns a name that matches migrations.SchemaPattern and
+// uniqueSchemaName returns a name that matches schema.Pattern and
 // that no other test, in this binary or another, will draw.
 func uniqueSchemaName(t testing.TB) string {
 	t.Helper()

@@ -22,17 +22,23 @@ var ErrNotMigrated = errors.New("idemstore: schema not migrated")
 // to do about it. It matches ErrNotMigrated and contract.ErrRefused: retrying
 // will not help until someone migrates.
 type NotMigratedError struct {
-	Schema  string
-	Have    int64  // applied migration version (0: no version table)
-	Want    int64  // version this build needs
-	Problem string // what is wrong, when it is more than "behind"
+	Schema string
+	Have   int64 // applied migration version (0: no version table)
+	Want   int64 // version this build needs
+	// Problem says what is wrong when the schema is not simply behind: its
+	// version table and its tables disagree, which no migration can fix.
+	// It is empty when the schema is behind and Command fixes it.
+	Problem string
 	Command string // what to run, when running something helps
 }
 
 func (e *NotMigratedError) Error() string {
-	msg := fmt.Sprintf("idemstore: schema not migrated: schema %s is at version %d, this build needs %d", contract.Quote(e.Schema), e.Have, e.Want)
+	var msg string
 	if e.Problem != "" {
-		msg += ": " + e.Problem
+		msg = fmt.Sprintf("idemstore: schema not migrated: schema %s (version table at %d, this build needs %d): %s",
+			contract.Quote(e.Schema), e.Have, e.Want, e.Problem)
+	} else {
+		msg = fmt.Sprintf("idemstore: schema not migrated: schema %s is at version %d, this build needs %d", contract.Quote(e.Schema), e.Have, e.Want)
 	}
 	if e.Command != "" {
 		msg += "; run: " + e.Command
@@ -62,9 +68,11 @@ type QueryRower interface {
 // nil when its version is Latest or newer (a newer schema serves an older
 // build during a rolling deploy) and its tables are there; a
 // *NotMigratedError naming the command to run when the version table is
-// missing or behind, or saying what is wrong when the version table claims
-// a version whose tables are missing; a *contract.InputError for a bad name
-// or a nil context; the caller's cancellation as contract.Interrupted; and a
+// missing or behind; a *NotMigratedError with a Problem and no Command when
+// the version table and the tables disagree (a version recorded but the
+// tables missing, or tables without a version table), which running the
+// migrations cannot fix; a *contract.InputError for a bad name or a nil
+// context; the caller's cancellation as contract.Interrupted; and a
 // *contract.UnavailableError when the database cannot be asked. It costs
 // two round trips.
 func Check(ctx context.Context, q QueryRower, name string) error {
@@ -81,15 +89,33 @@ func Check(ctx context.Context, q QueryRower, name string) error {
 		}
 		return &contract.UnavailableError{Op: "check schema version", Err: err}
 	}
-	switch {
-	case !v.hasTable:
-		return Behind(name, 0)
-	case v.version < Latest:
+	if err := v.inconsistent(name); err != nil {
+		return err
+	}
+	if v.version < Latest {
 		return Behind(name, v.version)
-	case !v.hasRecords:
-		return &NotMigratedError{Schema: name, Have: v.version, Want: Latest,
-			Problem: "the version table says the schema is migrated, but its tables are missing (dropped by hand?); " +
-				"restore them, or drop the schema and migrate it anew"}
+	}
+	return nil
+}
+
+// inconsistent returns the error for a version table and tables that
+// disagree, or nil. Such a schema was changed by hand or by another tool:
+// migrating it would fail half way or do nothing, so the error says what is
+// wrong instead of naming the migrate command.
+func (s state) inconsistent(name string) *NotMigratedError {
+	switch {
+	case s.hasTable && s.version > 0 && !s.hasRecords:
+		return &NotMigratedError{Schema: name, Have: s.version, Want: Latest,
+			Problem: fmt.Sprintf("the version table says migrations up to %d are applied, but their tables are missing (dropped by hand?); "+
+				"restore them, or drop the schema and migrate it anew", s.version)}
+	case s.version == 0 && s.hasRecords:
+		what := "does not exist"
+		if s.hasTable {
+			what = "records no migration"
+		}
+		return &NotMigratedError{Schema: name, Want: Latest,
+			Problem: "its tables exist but its version table " + VersionTable + " " + what + " (made by hand or by another tool?); " +
+				"restore the version table, or drop the schema and migrate it anew"}
 	}
 	return nil
 }

@@ -40,16 +40,35 @@ var nameRE = regexp.MustCompile(Pattern)
 // that quotes at most a bounded prefix of it, and nothing is sent to the
 // database.
 func Validate(name string) error {
-	switch {
-	case name == "":
-		return &contract.InputError{Field: "schema", Problem: "empty"}
-	case !nameRE.MatchString(name):
-		return &contract.InputError{Field: "schema", Problem: contract.Quote(name) + " does not match " + Pattern}
-	case strings.HasPrefix(name, "pg_"):
-		// PostgreSQL reserves pg_* schema names for the system.
-		return &contract.InputError{Field: "schema", Problem: contract.Quote(name) + ": the pg_ prefix is reserved by PostgreSQL"}
+	if p := problem(name); p != "" {
+		return &contract.InputError{Field: "schema", Problem: p}
 	}
 	return nil
+}
+
+// ValidateConfig is Validate for the field of a config that names the
+// schema: a bad name gives a *contract.ConfigError of config (e.g.
+// "migrations.Config") and field ("Schema"), so every config refuses a
+// schema name the same way.
+func ValidateConfig(config, field, name string) error {
+	if p := problem(name); p != "" {
+		return &contract.ConfigError{Config: config, Field: field, Problem: p}
+	}
+	return nil
+}
+
+// problem says what is wrong with name, or returns "".
+func problem(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case !nameRE.MatchString(name):
+		return contract.Quote(name) + " does not match " + Pattern
+	case strings.HasPrefix(name, "pg_"):
+		// PostgreSQL reserves pg_* schema names for the system.
+		return contract.Quote(name) + ": the pg_ prefix is reserved by PostgreSQL"
+	}
+	return ""
 }
 
 // Quote returns a validated schema name as a quoted SQL identifier.
