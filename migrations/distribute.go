@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	schemapkg "github.com/idemstore/idemstore/migrations/schema"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -93,41 +94,41 @@ type TxBeginner interface {
 // takes no lock on the tables. It holds the schema's migration lock, so it
 // waits for, and is waited for by, a concurrent migration or Distribute.
 //
-// It fails with a *store.InputError for a bad schema name, a *NotCitusError
-// on plain PostgreSQL or a Citus worker, a *store.SchemaError when the schema
-// is not migrated to Latest(), a *DistributionError when a table is
+// It fails with a *contract.InputError for a bad schema name, a *NotCitusError
+// on plain PostgreSQL or a Citus worker, a *schema.NotMigratedError when the
+// schema is not migrated to schema.Latest, a *DistributionError when a table is
 // distributed otherwise, and the database's error otherwise. On failure
 // nothing is changed.
-func Distribute(ctx context.Context, q TxBeginner, schema string) error {
-	if err := ValidateSchema(schema); err != nil {
+func Distribute(ctx context.Context, q TxBeginner, name string) error {
+	if err := schemapkg.Validate(name); err != nil {
 		return err
 	}
 	tx, err := q.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("distribute schema %q: %w", schema, err)
+		return fmt.Errorf("distribute name %q: %w", name, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if err := requireCoordinator(ctx, tx, schema); err != nil {
+	if err := requireCoordinator(ctx, tx, name); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(schema)); err != nil {
-		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(name)); err != nil {
+		return fmt.Errorf("distribute name %q: lock: %w", name, err)
 	}
-	if err := Check(ctx, tx, schema); err != nil {
+	if err := schemapkg.Check(ctx, tx, name); err != nil {
 		return err
 	}
-	if err := distributeTable(ctx, tx, schema, scopesTable, "none"); err != nil {
+	if err := distributeTable(ctx, tx, name, scopesTable, "none"); err != nil {
 		return err
 	}
-	scopes := pgx.Identifier{schema, scopesTable}.Sanitize()
-	if err := distributeTable(ctx, tx, schema, recordsTable, scopes); err != nil {
+	scopes := pgx.Identifier{name, scopesTable}.Sanitize()
+	if err := distributeTable(ctx, tx, name, recordsTable, scopes); err != nil {
 		return err
 	}
-	if err := distributeTokenSequence(ctx, tx, schema); err != nil {
+	if err := distributeTokenSequence(ctx, tx, name); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("distribute schema %q: commit: %w", schema, err)
+		return fmt.Errorf("distribute name %q: commit: %w", name, err)
 	}
 	return nil
 }

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	schemapkg "github.com/idemstore/idemstore/migrations/schema"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/internal/citustest"
@@ -85,7 +86,7 @@ func TestDistributeShardsBothTablesByScopeColocated(t *testing.T) {
 
 	require.NoError(t, migrations.Distribute(ctx, pool, schema))
 	requireDistributed(t, pool, schema)
-	require.NoError(t, migrations.Check(ctx, pool, schema), "the schema is still at the latest version")
+	require.NoError(t, schemapkg.Check(ctx, pool, schema), "the schema is still at the latest version")
 
 	// A statement on one scope is routed to the one worker that holds it.
 	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
@@ -196,7 +197,7 @@ func TestDistributeRefusesAnUnmigratedSchema(t *testing.T) {
 		require.NoError(t, err)
 	})
 	err = migrations.Distribute(ctx, pool, empty)
-	require.True(t, errors.Is(err, store.ErrSchemaNotMigrated), "%v", err)
+	require.True(t, errors.Is(err, schemapkg.ErrNotMigrated), "%v", err)
 }
 
 func TestDistributeRefusesATableCitusHoldsOtherwise(t *testing.T) {
@@ -232,27 +233,21 @@ func TestMigrationsStillRunOnADistributedSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := citustest.NewSchema(t)
-	m, err := migrations.Open(ctx, citustest.URL(t), schema)
+	m, err := migrations.New(pool, &migrations.Config{Schema: schema})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, m.Close()) }()
 
 	_, err = m.Down(ctx)
 	require.NoError(t, err)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
-	require.NoError(t, migrations.Check(ctx, pool, schema))
+	require.NoError(t, schemapkg.Check(ctx, pool, schema))
 	requireDistributed(t, pool, schema)
 	require.NoError(t, migrations.Distribute(ctx, pool, schema), "and Distribute after a migration changes nothing")
 
 	// All the way down (the token sequence is dropped after the table whose
 	// default it is) and up again.
-	for {
-		_, err := m.Down(ctx)
-		if errors.Is(err, goose.ErrNoNextVersion) {
-			break
-		}
-		require.NoError(t, err)
-	}
+	_, err = m.DownTo(ctx, 0)
+	require.NoError(t, err)
 	require.False(t, citusTableOf(t, pool, schema, "idem_records").found)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)

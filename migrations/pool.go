@@ -181,8 +181,12 @@ func (m *Migrator) runSQLTx(ctx context.Context, tx *sql.Tx, s source, up bool) 
 	if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', $1, true)", schema.Quote(m.schema)); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, s.body(up))
-	return s.wrap(err, up)
+	for _, stmt := range s.statements(up) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return s.wrap(err, up)
+		}
+	}
+	return nil
 }
 
 // name returns the file name of version v ("" if FS has none).
@@ -191,13 +195,13 @@ func (m *Migrator) name(v int64) string {
 	return s.name
 }
 
-// body returns the SQL of one direction: a multi-statement string, which
-// pgx sends with the simple protocol when it has no arguments.
-func (s source) body(up bool) string {
+// statements returns the statements of one direction, each run on its own
+// (pgx sends a statement without arguments with the simple protocol).
+func (s source) statements(up bool) []string {
 	if up {
-		return s.up
+		return s.upStmts
 	}
-	return s.down
+	return s.downStmts
 }
 
 // wrap names the file and direction in err, or returns nil.

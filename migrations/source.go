@@ -20,6 +20,11 @@ type source struct {
 	version  int64
 	name     string // file name, e.g. "00001_create_idemstore.sql"
 	up, down string // the SQL of each section, annotations removed
+	// upStmts and downStmts are the sections cut into statements the way
+	// goose cuts them (a semicolon ends a line, except between
+	// StatementBegin and StatementEnd). They run one at a time: Citus
+	// refuses DDL on distributed tables inside a multi-statement string.
+	upStmts, downStmts []string
 }
 
 // parseSources reads every .sql file of fsys, in version order. The files
@@ -42,11 +47,12 @@ func parseSources(fsys fs.FS) ([]source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)
 		}
-		up, down, err := sections(string(data))
+		sec, err := sections(string(data))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)
 		}
-		out = append(out, source{version: v, name: path.Base(name), up: up, down: down})
+		out = append(out, source{version: v, name: path.Base(name), up: sec.text[0], down: sec.text[1],
+			upStmts: sec.stmts[0], downStmts: sec.stmts[1]})
 	}
 	slices.SortFunc(out, func(a, b source) int { return cmp.Compare(a.version, b.version) })
 	for i := 1; i < len(out); i++ {
@@ -60,44 +66,78 @@ func parseSources(fsys fs.FS) ([]source, error) {
 	return out, nil
 }
 
-// sections splits a goose SQL file into its Up and Down SQL. Each section
-// runs as one multi-statement string, in one transaction, so
-// StatementBegin/End (which only guide goose's statement splitter) are
-// dropped.
-func sections(text string) (up, down string, err error) {
+// parsed is a goose SQL file's two sections (0: up, 1: down), as text and
+// as statements.
+type parsed struct {
+	text  [2]string
+	stmts [2][]string
+}
+
+// sections splits a goose SQL file into its Up and Down SQL, and each into
+// statements: a line ending in a semicolon ends a statement, except between
+// StatementBegin and StatementEnd (a function body), which is one statement.
+func sections(text string) (parsed, error) {
 	var (
-		b       [2]strings.Builder // 0: up, 1: down
+		p       parsed
+		b       [2]strings.Builder // whole sections
+		stmt    strings.Builder    // the statement being read
 		current = -1
+		block   = false
 	)
+	flush := func() {
+		if t := strings.TrimSpace(stmt.String()); t != "" && current >= 0 {
+			p.stmts[current] = append(p.stmts[current], t)
+		}
+		stmt.Reset()
+	}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(nil, len(text)+1)
 	for sc.Scan() {
 		line := sc.Text()
 		if ann, ok := annotation(line); ok {
 			switch ann {
-			case "up":
-				current = 0
-			case "down":
-				current = 1
-			case "statementbegin", "statementend":
+			case "up", "down":
+				flush()
+				current = map[string]int{"up": 0, "down": 1}[ann]
+			case "statementbegin":
+				flush()
+				block = true
+			case "statementend":
+				block = false
+				flush()
 			default:
-				return "", "", fmt.Errorf("annotation %q is not supported: every migration runs as one statement string inside a transaction", strings.TrimSpace(line))
+				return parsed{}, fmt.Errorf("annotation %q is not supported: every migration runs inside a transaction", strings.TrimSpace(line))
 			}
 			continue
 		}
-		if current >= 0 {
-			b[current].WriteString(line)
-			b[current].WriteByte('\n')
+		if current < 0 {
+			continue
+		}
+		b[current].WriteString(line)
+		b[current].WriteByte('\n')
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") && stmt.Len() == 0 {
+			continue // a comment between statements
+		}
+		stmt.WriteString(line)
+		stmt.WriteByte('\n')
+		if !block && strings.HasSuffix(trimmed, ";") {
+			flush()
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", "", err
+		return parsed{}, err
 	}
-	up, down = strings.TrimSpace(b[0].String()), strings.TrimSpace(b[1].String())
+	flush()
+	if block {
+		return parsed{}, errors.New("StatementBegin without StatementEnd")
+	}
+	up, down := strings.TrimSpace(b[0].String()), strings.TrimSpace(b[1].String())
 	if up == "" {
-		return "", "", errors.New("no -- +goose Up section")
+		return parsed{}, errors.New("no -- +goose Up section")
 	}
-	return up + "\n", down + "\n", nil
+	p.text = [2]string{up + "\n", down + "\n"}
+	return p, nil
 }
 
 // annotation returns the lower-cased annotation of a "-- +goose X" line,

@@ -46,10 +46,47 @@ func TestParserRefusesWhatNoRouteRunsTheSameWay(t *testing.T) {
 
 func TestParserKeepsStatementBlocksAsOneString(t *testing.T) {
 	t.Parallel()
-	up, down, err := sections("-- header\n-- +goose Up\n-- +goose StatementBegin\nDO $$ BEGIN PERFORM 1; END $$;\n-- +goose StatementEnd\n-- +goose Down\nSELECT 2;\n")
+	p, err := sections("-- header\n-- +goose Up\n-- +goose StatementBegin\nDO $$ BEGIN PERFORM 1; END $$;\n-- +goose StatementEnd\n-- +goose Down\nSELECT 2;\n")
 	require.NoError(t, err)
-	require.Equal(t, "DO $$ BEGIN PERFORM 1; END $$;\n", up)
-	require.Equal(t, "SELECT 2;\n", down)
+	require.Equal(t, "DO $$ BEGIN PERFORM 1; END $$;\n", p.text[0])
+	require.Equal(t, "SELECT 2;\n", p.text[1])
+	require.Equal(t, []string{"DO $$ BEGIN PERFORM 1; END $$;"}, p.stmts[0])
+}
+
+// Statements are cut as goose cuts them, so that each runs on its own (Citus
+// refuses DDL on distributed tables inside a multi-statement string): a
+// semicolon at the end of a line ends one, a comment between statements
+// belongs to none, and a StatementBegin/End block is one.
+func TestParserCutsSectionsIntoStatements(t *testing.T) {
+	t.Parallel()
+	p, err := sections(`-- +goose Up
+-- a comment
+CREATE TABLE t (
+    x int -- inline; not an end
+);
+ALTER TABLE t ADD COLUMN y int;
+-- +goose StatementBegin
+CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN 1;
+END $$;
+-- +goose StatementEnd
+COMMENT ON TABLE t IS
+    'two lines';
+-- +goose Down
+DROP FUNCTION f();
+DROP TABLE t;
+`)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"CREATE TABLE t (\n    x int -- inline; not an end\n);",
+		"ALTER TABLE t ADD COLUMN y int;",
+		"CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$\nBEGIN\n  RETURN 1;\nEND $$;",
+		"COMMENT ON TABLE t IS\n    'two lines';",
+	}, p.stmts[0])
+	require.Equal(t, []string{"DROP FUNCTION f();", "DROP TABLE t;"}, p.stmts[1])
+	_, err = sections("-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n")
+	require.ErrorContains(t, err, "StatementEnd")
 }
 
 func TestClassifyFollowsTheErrorClasses(t *testing.T) {

@@ -110,8 +110,10 @@ func (m *Migrator) migrateTx(ctx context.Context, tx pgx.Tx, op string, plan fun
 	}
 	for _, s := range todo {
 		start := time.Now()
-		if _, err := tx.Exec(ctx, s.body(up)); err != nil {
-			return res, s.wrap(err, up)
+		for _, stmt := range s.statements(up) {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return res, s.wrap(err, up)
+			}
 		}
 		// goose's own bookkeeping statements (database/dialect postgres).
 		if up {

@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"testing"
 
+	schemapkg "github.com/idemstore/idemstore/migrations/schema"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/idemstore/idemstore/migrations"
 )
 
 func TestURLReachesACitusCoordinatorWithNodesForShards(t *testing.T) {
@@ -52,7 +52,7 @@ func TestNewSchemaIsMigratedAndDistributedByScopeColocated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := NewSchema(t)
-	require.NoError(t, migrations.Check(ctx, pool, schema))
+	require.NoError(t, schemapkg.Check(ctx, pool, schema))
 
 	m1, c1, g1, ok := distributionOf(t, pool, schema, "idem_scopes")
 	require.True(t, ok, "idem_scopes is distributed")
@@ -68,7 +68,7 @@ func TestNewLocalSchemaIsMigratedButNotDistributed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := NewLocalSchema(t)
-	require.NoError(t, migrations.Check(ctx, pool, schema))
+	require.NoError(t, schemapkg.Check(ctx, pool, schema))
 	_, _, _, ok := distributionOf(t, pool, schema, "idem_records")
 	require.False(t, ok)
 }

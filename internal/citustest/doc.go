@@ -1,6 +1,6 @@
 // Package citustest gives idemstore's tests a Citus coordinator, the way
 // internal/pgtest gives them PostgreSQL: one per test binary, a fresh schema
-// per test, migrated to migrations.Latest() and distributed with
+// per test, migrated to schema.Latest and distributed with
 // migrations.Distribute.
 //
 // Where the coordinator comes from, tried in this order (the first that

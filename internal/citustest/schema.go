@@ -58,7 +58,7 @@ func NewLocalSchema(t testing.TB) (*pgxpool.Pool, string) {
 	return pool, name
 }
 
-// uniqueSchemaName returns a name that matches migrations.SchemaPattern and
+// uniqueSchemaName returns a name that matches schema.Pattern and
 // that no other test, in this binary or another, will draw.
 func uniqueSchemaName(t testing.TB) string {
 	t.Helper()
