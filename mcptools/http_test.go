@@ -65,7 +65,7 @@ func TestBridgeOverStreamableHTTP(t *testing.T) {
 	reg := agent.NewRegistry()
 	specs, err := mcptools.Register(testContext(t), reg, up.session, nil)
 	require.NoError(t, err)
-	require.Len(t, specs, 4)
+	require.Len(t, specs, 5)
 	for _, spec := range specs {
 		if spec.Name == mcptest.ToolSend {
 			// Over HTTP the SDK decodes the schema first: the same JSON

@@ -25,5 +25,5 @@ func TestListToolsKeepsInputSchemasByteForByte(t *testing.T) {
 			require.Equal(t, "Sends a message (a side effect): each run is logged.", tool.Description)
 		}
 	}
-	require.ElementsMatch(t, []string{mcptest.ToolSend, mcptest.ToolFail, mcptest.ToolAsk, mcptest.ToolMeta}, names)
+	require.ElementsMatch(t, []string{mcptest.ToolSend, mcptest.ToolFail, mcptest.ToolAsk, mcptest.ToolMeta, mcptest.ToolCrash}, names)
 }

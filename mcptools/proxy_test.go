@@ -90,7 +90,7 @@ func TestProxyListsTheUpstreamsToolsByteForByte(t *testing.T) {
 			require.Equal(t, json.RawMessage(mcptest.SendSchema), tool.InputSchema)
 		}
 	}
-	require.ElementsMatch(t, []string{mcptest.ToolSend, mcptest.ToolFail, mcptest.ToolAsk, mcptest.ToolMeta}, names)
+	require.ElementsMatch(t, []string{mcptest.ToolSend, mcptest.ToolFail, mcptest.ToolAsk, mcptest.ToolMeta, mcptest.ToolCrash}, names)
 }
 
 func TestProxyReplaysARetriedCallAndMarksTheReplay(t *testing.T) {

@@ -13,7 +13,9 @@
 //     elicitation for clients of older protocols), and appends a line only
 //     once confirmed;
 //   - meta: no side effect; answers with the request's _meta, so that a test
-//     sees what reached the server.
+//     sees what reached the server;
+//   - crash: appends a line, then ends the server's process without
+//     answering: a side effect whose outcome the caller cannot know.
 //
 // A test binary becomes the server when run with ServeArg (MaybeServe, from
 // TestMain), so tests start it as a real process without building anything;

@@ -4,16 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tool names.
 const (
-	ToolSend = "send"
-	ToolFail = "fail"
-	ToolAsk  = "ask"
-	ToolMeta = "meta"
+	ToolSend  = "send"
+	ToolFail  = "fail"
+	ToolAsk   = "ask"
+	ToolMeta  = "meta"
+	ToolCrash = "crash"
 )
 
 // SendSchema is send's input schema exactly as the server lists it: keys
@@ -69,6 +71,11 @@ func NewServer(runLog string, opts *mcp.ServerOptions) *mcp.Server {
 		Description: "Answers with the request's _meta (no side effect).",
 		InputSchema: json.RawMessage(objectSchema),
 	}, t.meta)
+	s.AddTool(&mcp.Tool{
+		Name:        ToolCrash,
+		Description: "Logs its run, then ends the server's process without answering.",
+		InputSchema: json.RawMessage(objectSchema),
+	}, t.crash)
 	s.AddPrompt(&mcp.Prompt{
 		Name:        PromptGreeting,
 		Description: "Greets someone.",
@@ -160,6 +167,16 @@ func (t *tools) meta(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
 		StructuredContent: json.RawMessage(b),
 	}, nil
+}
+
+// crash is the side effect whose answer is lost: the run is logged, then
+// the process exits (status 3) before it answers.
+func (t *tools) crash(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := t.log.record(ToolCrash, req.Params.Arguments); err != nil {
+		return nil, err
+	}
+	os.Exit(3)
+	return nil, nil
 }
 
 func errorResult(msg string) *mcp.CallToolResult {
