@@ -103,6 +103,14 @@ func NewProxy(ctx context.Context, upstream *mcp.ClientSession, cfg *ProxyConfig
 			upCaps = init.Capabilities
 		}
 	}
+	// The lists are read once, so no list-changed notifications are
+	// promised.
+	if upCaps.Prompts != nil {
+		opts.Capabilities.Prompts = &mcp.PromptCapabilities{}
+	}
+	if upCaps.Resources != nil {
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
+	}
 	p.server = mcp.NewServer(impl, opts)
 	if err := p.addTools(ctx); err != nil {
 		return nil, err

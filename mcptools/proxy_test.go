@@ -260,6 +260,10 @@ func TestProxyPassesPromptsAndResourcesThrough(t *testing.T) {
 	b := setupProxy(t)
 	cs := b.connect(t, nil)
 	ctx := testContext(t)
+	caps := cs.InitializeResult().Capabilities
+	require.NotNil(t, caps.Prompts)
+	require.NotNil(t, caps.Resources)
+	require.False(t, caps.Prompts.ListChanged, "the lists are read once: no changes are announced")
 
 	prompts, err := cs.ListPrompts(ctx, nil)
 	require.NoError(t, err)
