@@ -25,7 +25,7 @@ type ProxyConfig struct {
 	// stored). Defaults to the executor's defaults.
 	Executor *executor.Config
 	// Implementation is the name and version the proxy gives its clients.
-	// Defaults to DefaultImplementation.
+	// Defaults to ProxyName and ProxyVersion.
 	Implementation *mcp.Implementation
 	// Logger receives the proxy's warnings (a tool it cannot serve, an
 	// outcome it could not store) and the MCP server's log. Defaults to
@@ -33,8 +33,12 @@ type ProxyConfig struct {
 	Logger *slog.Logger
 }
 
-// DefaultImplementation is how a Proxy introduces itself by default.
-var DefaultImplementation = mcp.Implementation{Name: "idemstore-mcpproxy", Version: "1"}
+// How a Proxy introduces itself to its clients by default (and how
+// cmd/mcpproxy introduces itself to its upstream).
+const (
+	ProxyName    = "idemstore-mcpproxy"
+	ProxyVersion = "1"
+)
 
 // Proxy is an MCP server that fronts an upstream MCP server: it lists the
 // upstream's tools as its own and runs each tools/call through the
@@ -90,7 +94,7 @@ func NewProxy(ctx context.Context, upstream *mcp.ClientSession, cfg *ProxyConfig
 	}
 	impl := cfg.Implementation
 	if impl == nil {
-		impl = &DefaultImplementation
+		impl = &mcp.Implementation{Name: ProxyName, Version: ProxyVersion}
 	}
 	opts := &mcp.ServerOptions{
 		Logger:       cfg.Logger,

@@ -222,7 +222,7 @@ func TestProxyForwardsMetaWithoutTheClientsProtocolKeys(t *testing.T) {
 	info, _ := seen["io.modelcontextprotocol/clientInfo"].(map[string]any)
 	require.Equal(t, "mcptools-test", info["name"], "the upstream sees the proxy's client, not the proxy's client's client")
 	si, _ := res.Meta["io.modelcontextprotocol/serverInfo"].(map[string]any)
-	require.Equal(t, mcptools.DefaultImplementation.Name, si["name"], "the client sees the proxy's server info, not the upstream's")
+	require.Equal(t, mcptools.ProxyName, si["name"], "the client sees the proxy's server info, not the upstream's")
 }
 
 func TestProxyHandsOnInputRequestsAndStoresOnlyTheCompletedCall(t *testing.T) {

@@ -5,9 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/idemstore/idemstore/store/pgstore"
 )
+
+// defaultSessionTimeout is -session-timeout's default: long enough for an
+// agent's pauses, short enough that abandoned sessions do not pile up.
+const defaultSessionTimeout = time.Hour
 
 // errUsage marks a command line that cannot work; the flag package or
 // parseFlags has already said why on stderr.
@@ -16,8 +21,10 @@ var errUsage = errors.New("usage error")
 // options are the proxy's command-line settings.
 type options struct {
 	// listen, when set, serves clients over streamable HTTP at this
-	// address instead of over stdio.
-	listen string
+	// address instead of over stdio; sessionTimeout closes its sessions
+	// that stayed idle that long.
+	listen         string
+	sessionTimeout time.Duration
 	// upstreamURL is the upstream's streamable HTTP endpoint; command is
 	// the upstream's command line when it runs over stdio. Exactly one is
 	// set.
@@ -48,6 +55,8 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	}
 	var o options
 	fs.StringVar(&o.listen, "listen", "", "serve clients over streamable HTTP at this address (http://ADDR/mcp), for example 127.0.0.1:8931; default: stdio")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", defaultSessionTimeout,
+		"with -listen: close an HTTP session idle this long (its calls' outcomes stay stored; a client that names its scope still replays them); 0: never")
 	fs.StringVar(&o.upstreamURL, "upstream-url", "", "the upstream MCP server's streamable HTTP endpoint, instead of a command")
 	fs.StringVar(&o.databaseURL, "database-url", "",
 		"keep outcomes in PostgreSQL at this URL (migrate it first: go run ./cmd/migrate -database-url URL up); default: in memory")
@@ -66,6 +75,9 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 		return options{}, errUsage
 	case o.upstreamURL != "" && len(o.command) > 0:
 		fmt.Fprintln(stderr, "mcpproxy: -upstream-url and an upstream command exclude each other")
+		return options{}, errUsage
+	case o.sessionTimeout < 0:
+		fmt.Fprintln(stderr, "mcpproxy: -session-timeout must not be negative")
 		return options{}, errUsage
 	}
 	return o, nil

@@ -19,6 +19,7 @@ func TestFlagsNeedExactlyOneUpstream(t *testing.T) {
 		{},
 		{"-upstream-url", "http://127.0.0.1:1/mcp", "--", "server"},
 		{"-no-such-flag", "--", "server"},
+		{"-session-timeout", "-1s", "--", "server"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseFlags(args, &stderr)
@@ -30,6 +31,7 @@ func TestFlagsNeedExactlyOneUpstream(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"server", "-flag-of-the-server"}, o.command)
 	require.Equal(t, "127.0.0.1:0", o.listen)
+	require.Equal(t, defaultSessionTimeout, o.sessionTimeout)
 
 	_, err = parseFlags([]string{"-h"}, io.Discard)
 	require.ErrorIs(t, err, flag.ErrHelp)

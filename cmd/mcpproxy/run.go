@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if o.listen == "" {
 		err = proxy.Server().Run(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout})
 	} else {
-		err = serveHTTP(ctx, o.listen, proxy.Server(), stderr)
+		err = serveHTTP(ctx, o.listen, o.sessionTimeout, proxy.Server(), stderr)
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, errUpstreamGone) {
 		return cause
@@ -85,13 +85,14 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 // serveHTTP serves server over streamable HTTP at addr until ctx is done.
 // It says where on stderr, which is how a caller that asked for port 0
 // learns the port.
-func serveHTTP(ctx context.Context, addr string, server *mcp.Server, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, addr string, sessionTimeout time.Duration, server *mcp.Server, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(httpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	mux.Handle(httpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: sessionTimeout}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "mcpproxy: serving MCP over streamable HTTP at http://%s%s\n", ln.Addr(), httpPath)
 	served := make(chan error, 1)

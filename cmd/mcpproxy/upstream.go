@@ -16,7 +16,7 @@ import (
 // that needs input goes back to the proxy's client, which can answer it.
 // A command's stderr goes to the proxy's.
 func connectUpstream(ctx context.Context, o options, stderr io.Writer) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: mcptools.DefaultImplementation.Name, Version: mcptools.DefaultImplementation.Version},
+	client := mcp.NewClient(&mcp.Implementation{Name: mcptools.ProxyName, Version: mcptools.ProxyVersion},
 		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 	var t mcp.Transport
 	if o.upstreamURL != "" {
