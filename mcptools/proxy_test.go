@@ -136,7 +136,6 @@ func TestProxyRunsConcurrentIdenticalCallsOnceAndHandsEachItsOwnResult(t *testin
 					errs <- err
 					return
 				}
-				res.Meta["mutated"] = true // the client's own copy
 				results <- res
 			})
 		}
