@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// defaultSessionTimeout is -session-timeout's default: long enough for an
+// agent's pauses, short enough that abandoned sessions do not pile up.
+const defaultSessionTimeout = time.Hour
+
+// errUsage marks a command line that cannot work; the flag package or
+// parseFlags has already said why on stderr.
+var errUsage = errors.New("usage error")
+
+// options are the proxy's command-line settings.
+type options struct {
+	// listen, when set, serves clients over streamable HTTP at this
+	// address instead of over stdio; sessionTimeout closes its sessions
+	// that stayed idle that long.
+	listen         string
+	sessionTimeout time.Duration
+	// upstreamURL is the upstream's streamable HTTP endpoint; command is
+	// the upstream's command line when it runs over stdio. Exactly one is
+	// set.
+	upstreamURL string
+	command     []string
+	// databaseURL, when set, keeps outcomes in PostgreSQL (pgstore) in
+	// schema, instead of memory.
+	databaseURL string
+	schema      string
+	// verbose logs everything down to the executor's debug lines
+	// (replays, misses, claims); by default only warnings are logged.
+	verbose bool
+}
+
+// parseFlags reads the command line. Errors (and -h) are written to stderr.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("mcpproxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: mcpproxy [flags] -- COMMAND [ARGS...]   (upstream MCP server over stdio)
+       mcpproxy [flags] -upstream-url URL       (upstream over streamable HTTP)
+
+An MCP server in front of another that runs every tools/call through
+idemstore's idempotent executor: a call sent again replays its stored result.
+
+`)
+		fs.PrintDefaults()
+	}
+	var o options
+	fs.StringVar(&o.listen, "listen", "", "serve clients over streamable HTTP at this address (http://ADDR/mcp), for example 127.0.0.1:8931; default: stdio")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", defaultSessionTimeout,
+		"with -listen: close an HTTP session idle this long (its calls' outcomes stay stored; a client that names its scope still replays them); 0: never")
+	fs.StringVar(&o.upstreamURL, "upstream-url", "", "the upstream MCP server's streamable HTTP endpoint, instead of a command")
+	fs.StringVar(&o.databaseURL, "database-url", "",
+		"keep outcomes in PostgreSQL at this URL (migrate it first: go run ./cmd/migrate -database-url URL up); default: in memory")
+	fs.StringVar(&o.schema, "schema", pgstore.DefaultSchema, "the PostgreSQL schema, with -database-url")
+	fs.BoolVar(&o.verbose, "v", false, "log every replay, miss and claim, and the MCP server's sessions (default: warnings only)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return options{}, err
+		}
+		return options{}, errUsage
+	}
+	o.command = fs.Args()
+	switch {
+	case o.upstreamURL == "" && len(o.command) == 0:
+		fmt.Fprintln(stderr, "mcpproxy: no upstream: give its command after the flags (-- COMMAND ARGS…) or -upstream-url")
+		return options{}, errUsage
+	case o.upstreamURL != "" && len(o.command) > 0:
+		fmt.Fprintln(stderr, "mcpproxy: -upstream-url and an upstream command exclude each other")
+		return options{}, errUsage
+	case o.sessionTimeout < 0:
+		fmt.Fprintln(stderr, "mcpproxy: -session-timeout must not be negative")
+		return options{}, errUsage
+	}
+	return o, nil
+}

@@ -1,0 +1,118 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/executor"
+)
+
+// Caller runs tool calls on an MCP server: an executor.Executor whose
+// Execute sends tools/call over one client session. Wrap it in an
+// executor.Idempotent (or register it through Register, and give the
+// registry to the runtime with a store) to make the calls idempotent.
+//
+// Execute's Output is the result as JSON (see the package doc, and
+// DecodeResult to turn it back into a result). A Caller is safe for
+// concurrent use, as the session is.
+type Caller struct {
+	session *mcp.ClientSession
+}
+
+// NewCaller returns a Caller on session. Connect the session with Connect
+// to keep structured content byte for byte.
+func NewCaller(session *mcp.ClientSession) (*Caller, error) {
+	if session == nil {
+		return nil, &contract.InputError{Field: "session", Problem: "nil"}
+	}
+	return &Caller{session: session}, nil
+}
+
+// Execute calls the server's tool call.Tool with call.Args. The request's
+// _meta carries the call's downstream key (MetaDownstreamKey) inside an
+// idempotent call, and what WithCallParams put in ctx; the invocation id and
+// the provider call id stay local.
+//
+// A result with isError gives a Result with Failed set; a result that needs
+// more input gives a *NeedsInputError (not stored by an idempotent executor,
+// as every error); a JSON-RPC error from the server is returned wrapped; any
+// other error (a broken connection, ctx done while the call was out) wraps
+// executor.ErrOutcomeUnknown, since the server may have run the tool.
+func (c *Caller) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
+	return c.call(ctx, call.Tool, call)
+}
+
+// call is Execute with the server's name of the tool, which differs from
+// call.Tool when the registry knows the tool under a prefix.
+func (c *Caller) call(ctx context.Context, name string, call executor.Call) (executor.Result, error) {
+	if err := contract.CheckContext(ctx); err != nil {
+		return executor.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Not sent: nothing can have run.
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", name, context.Cause(ctx))
+	}
+	p := callParamsFrom(ctx)
+	params := &mcp.CallToolParams{
+		Name:           name,
+		Meta:           forwardMeta(p.Meta, executor.DownstreamKey(ctx)),
+		InputResponses: p.InputResponses,
+		RequestState:   p.RequestState,
+	}
+	if len(call.Args) > 0 {
+		params.Arguments = json.RawMessage(call.Args)
+	}
+	rctx, slot := withRawSlot(ctx)
+	res, err := c.session.CallTool(rctx, params)
+	raw := slot.done()
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", name, err)
+		}
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+	}
+	if res.NeedsInput() {
+		res.Meta = withoutReserved(res.Meta)
+		return executor.Result{Failed: true}, &NeedsInputError{Tool: name, Result: res}
+	}
+	out, err := encodeOutcome(raw, res)
+	if err != nil {
+		// The tool ran, and its result cannot be kept.
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+	}
+	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// CallParams are the parts of a tools/call request other than the tool and
+// its arguments, for a Caller to send: what a proxy forwards from its
+// client's request. None of them is part of the call's key.
+type CallParams struct {
+	// Meta is sent as the request's _meta, without the reserved
+	// io.modelcontextprotocol/* keys (the SDK writes its own for the
+	// connection to the server).
+	Meta mcp.Meta
+	// InputResponses and RequestState answer an earlier result that needed
+	// more input (see mcp.CallToolParams).
+	InputResponses mcp.InputResponseMap
+	RequestState   string
+}
+
+type callParamsKey struct{}
+
+// WithCallParams returns ctx carrying p for the tools/call a Caller sends
+// with it.
+func WithCallParams(ctx context.Context, p CallParams) context.Context {
+	return context.WithValue(ctx, callParamsKey{}, p)
+}
+
+func callParamsFrom(ctx context.Context) CallParams {
+	p, _ := ctx.Value(callParamsKey{}).(CallParams)
+	return p
+}

@@ -1,0 +1,68 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Prompts and resources are reads, so the proxy passes them through as
+// they are: nothing is stored, every request reaches the upstream. Their
+// _meta is forwarded without the reserved keys, like a tool call's.
+
+func (p *Proxy) addPrompts(ctx context.Context) error {
+	for prompt, err := range p.upstream.Prompts(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcptools: prompts/list: %w", err)
+		}
+		if err := guard(func() { p.server.AddPrompt(prompt, p.getPrompt) }); err != nil {
+			p.log.Warn("mcpproxy: the upstream's prompt cannot be served; left out", slog.String("prompt", prompt.Name), slog.Any("error", err))
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	params := *req.Params
+	params.Meta = forwardMeta(params.Meta, "")
+	res, err := p.upstream.GetPrompt(ctx, &params)
+	if err != nil {
+		return nil, err
+	}
+	res.Meta = withoutReserved(res.Meta)
+	return res, nil
+}
+
+func (p *Proxy) addResources(ctx context.Context) error {
+	for res, err := range p.upstream.Resources(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcptools: resources/list: %w", err)
+		}
+		if err := guard(func() { p.server.AddResource(res, p.readResource) }); err != nil {
+			p.log.Warn("mcpproxy: the upstream's resource cannot be served; left out", slog.String("uri", res.URI), slog.Any("error", err))
+		}
+	}
+	for tmpl, err := range p.upstream.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcptools: resources/templates/list: %w", err)
+		}
+		if err := guard(func() { p.server.AddResourceTemplate(tmpl, p.readResource) }); err != nil {
+			p.log.Warn("mcpproxy: the upstream's resource template cannot be served; left out",
+				slog.String("uri_template", tmpl.URITemplate), slog.Any("error", err))
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	params := *req.Params
+	params.Meta = forwardMeta(params.Meta, "")
+	res, err := p.upstream.ReadResource(ctx, &params)
+	if err != nil {
+		return nil, err
+	}
+	res.Meta = withoutReserved(res.Meta)
+	return res, nil
+}
