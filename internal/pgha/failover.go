@@ -105,14 +105,17 @@ func (f *Formation) Primary(ctx context.Context) (Node, bool, error) {
 // A bare SIGKILL does not reliably fail over: the node's pg_autoctl starts
 // PostgreSQL again within a second, crash recovery and all, and when it
 // reports to the monitor before noticing the crash (likely on a busy
-// machine) the monitor sees a running primary and keeps it. So the node's
-// PostgreSQL controller (the pg_autoctl service that restarts it) is
-// frozen (SIGSTOP) before the kill and goes on (SIGCONT) only once the
-// monitor has assigned the node a state other than primary: the node stays
-// down exactly as long as a crashed server whose restart fails, its
-// pg_autoctl reports it down, and the monitor promotes the standby in a
-// few seconds. Thawed, the old primary restarts, is demoted and rejoins as
-// standby (pg_rewind when it had WAL the standby lacks).
+// machine) the monitor sees a running primary and keeps it (seen here: no
+// failover at all). So the node's PostgreSQL controller (the pg_autoctl
+// service that restarts it) is frozen (SIGSTOP) before the kill, the
+// postmaster.pid left behind is removed (pg_autoctl would take the pid of
+// the unreaped postmaster for a running server), and the controller goes
+// on (SIGCONT) only once the monitor has assigned the node a state other
+// than primary. The node's pg_autoctl reports PostgreSQL down, the monitor
+// promotes the standby within seconds, and the old primary, thawed,
+// restarts (crash recovery), is demoted and rejoins as standby (pg_rewind
+// when it had WAL the standby lacks). The sessions on it see what a real
+// crash gives them.
 func (f *Formation) KillPrimary(ctx context.Context) (Node, error) {
 	p, ok, err := f.Primary(ctx)
 	if err != nil {

@@ -77,9 +77,10 @@ func (h *Hold) Release(ctx context.Context) error {
 //     in its socket is never read (its postmaster restarts its processes
 //     and recovers from the WAL it has);
 //  4. the monitor finds the primary gone (its health checks fail and its
-//     pg_autoctl stops reporting) and promotes the standby: about 20 s,
-//     the monitor's unhealthy timeout, not the few seconds of a crash that
-//     pg_autoctl reports itself;
+//     pg_autoctl stops reporting) and promotes the standby: about 50 s,
+//     the monitor's unhealthy timeout (20 s) then its primary demote
+//     timeout (30 s, for a primary that cannot be told to step down), not
+//     the few seconds of a crash that pg_autoctl reports itself;
 //  5. the old primary's pg_autoctl processes go on (SIGCONT): its
 //     PostgreSQL starts with the lost commits, is told to demote, rewinds
 //     them away (pg_rewind) and rejoins as standby.
