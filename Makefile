@@ -26,9 +26,11 @@ help: ## List the targets.
 demo: ## Run the demo on the in-memory store (DEMO_FLAGS="-scenario clean" for others).
 	$(GO) run ./cmd/demo $(DEMO_FLAGS)
 
+# -timeout 20m: internal/pgha fails a real formation over a dozen times, 3 to 8
+# minutes on a busy 2-core machine, too close to go test's default of 10.
 .PHONY: test
 test: pg-image-if-needed pgha-image-if-needed ## Run every test with the race detector (PostgreSQL via testcontainers, or TEST_DATABASE_URL).
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
 bench: pg-image-if-needed ## Run the benchmarks (in-memory, keyhash, executor, PostgreSQL side by side with raw pgx).

@@ -84,7 +84,7 @@ func TestCrashFailoverKeepsEveryAcknowledgedWrite(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	stop := make(chan struct{})
-	w := startWriters(ctx, pool, table, 4, stop)
+	w := startWriters(ctx, pool, table, 2, stop)
 	defer func() {
 		select {
 		case <-stop:

@@ -181,7 +181,10 @@ func Start(ctx context.Context, opts Options) (*Formation, error) {
 			hc.NetworkMode = "host"
 			hc.ShmSize = 256 << 20
 		}),
-		testcontainers.WithWaitStrategyAndDeadline(opts.StartTimeout, wait.ForLog(readyLog)),
+		// The log strategy has a timeout of its own (a minute unless set),
+		// shorter than forming takes on a busy machine.
+		testcontainers.WithWaitStrategyAndDeadline(opts.StartTimeout,
+			wait.ForLog(readyLog).WithStartupTimeout(opts.StartTimeout)),
 	)
 	if err != nil {
 		if f.ctr != nil {
@@ -190,7 +193,7 @@ func Start(ctx context.Context, opts Options) (*Formation, error) {
 			}
 			_ = testcontainers.TerminateContainer(f.ctr)
 		}
-		return nil, fmt.Errorf("pgha: start %s: %w%s", opts.Image, err, imageHint(opts.Image))
+		return nil, fmt.Errorf("pgha: start %s: %w", opts.Image, err)
 	}
 	f.monitor, err = pgxpool.New(ctx, f.MonitorURL()+"&pool_max_conns=4")
 	if err != nil {
