@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -23,7 +24,11 @@ var shared struct {
 func formation(t *testing.T) *Formation {
 	t.Helper()
 	shared.once.Do(func() {
+		start := time.Now()
 		shared.f, shared.err = Start(context.Background(), Options{})
+		if shared.err == nil {
+			t.Logf("the formation formed in %v", time.Since(start).Round(time.Millisecond))
+		}
 	})
 	if shared.err != nil {
 		if _, ok := shared.err.(*noDockerError); ok && !inCI() {
