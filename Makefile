@@ -26,9 +26,11 @@ help: ## List the targets.
 demo: ## Run the demo on the in-memory store (DEMO_FLAGS="-scenario clean" for others).
 	$(GO) run ./cmd/demo $(DEMO_FLAGS)
 
+# -timeout 20m: internal/pgha fails a real formation over a dozen times, 3 to 8
+# minutes on a busy 2-core machine, too close to go test's default of 10.
 .PHONY: test
-test: pg-image-if-needed ## Run every test with the race detector (PostgreSQL via testcontainers, or TEST_DATABASE_URL).
-	$(GO) test -race -count=1 ./...
+test: pg-image-if-needed pgha-image-if-needed ## Run every test with the race detector (PostgreSQL via testcontainers, or TEST_DATABASE_URL).
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
 bench: pg-image-if-needed ## Run the benchmarks (in-memory, keyhash, executor, PostgreSQL side by side with raw pgx).
@@ -57,3 +59,14 @@ pg-image: ## Build the local PostgreSQL 15 image from Debian packages (no regist
 pg-image-if-needed:
 	@if [ -z "$$TEST_DATABASE_URL" ] && [ "$$IDEMSTORE_TEST_PG_IMAGE" = "idemstore-postgres:15" ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
 		bash docker/postgres/build.sh; fi
+
+.PHONY: pgha-image
+pgha-image: ## Build the local pg_auto_failover image (monitor + 2 nodes, internal/pgha) from Debian packages.
+	bash docker/pgautofailover/build.sh
+
+# internal/pgha always starts its formation in Docker (TEST_DATABASE_URL
+# cannot fail over), so its image is built wherever Docker runs.
+.PHONY: pgha-image-if-needed
+pgha-image-if-needed:
+	@if [ "$${IDEMSTORE_TEST_PGHA_IMAGE:-idemstore-pgautofailover:15}" = "idemstore-pgautofailover:15" ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
+		bash docker/pgautofailover/build.sh; fi

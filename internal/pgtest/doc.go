@@ -1,6 +1,6 @@
 // Package pgtest gives idemstore's tests a PostgreSQL database: a shared one
 // per test binary, a fresh schema per test, and a private container for tests
-// that restart the server.
+// that restart or crash the server (Container.Restart, Container.Crash).
 //
 // Where the database comes from:
 //   - TEST_DATABASE_URL, when set, is used as is (any PostgreSQL 15+ the

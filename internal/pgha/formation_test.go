@@ -1,0 +1,52 @@
+package pgha
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFormationIsSynchronousWithAPrimaryAndASecondary(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f := formation(t)
+	require.NoError(t, f.SetSynchronous(ctx, true))
+	primary, err := f.WaitStable(ctx)
+	require.NoError(t, err)
+	standby := f.other(primary)
+
+	names, err := f.SynchronousStandbyNames(ctx)
+	require.NoError(t, err)
+	require.Regexp(t, `^ANY 1 \(pgautofailover_standby_\d+\)$`, names, "the standby is synchronous by default")
+
+	// The multi-host URL lands on the primary, whichever it is.
+	conn := connect(t, f.URL())
+	var port int
+	var commit string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT inet_server_port()").Scan(&port))
+	require.NoError(t, conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&commit))
+	require.Equal(t, primary.Port, port)
+	require.Equal(t, "on", commit, "commits wait for the synchronous standby's flush")
+
+	// A write sent to the standby directly is refused as read-only.
+	_, err = connect(t, standby.URL()).Exec(ctx, "CREATE TABLE refused (x int)")
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "got %v", err)
+	require.Equal(t, "25006", pgErr.Code, "read_only_sql_transaction")
+	t.Logf("a write on the standby: %s", errorClass(err))
+
+	_, err = f.Failover(ctx, Method(99))
+	var me *MethodError
+	require.ErrorAs(t, err, &me)
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	_, err := Start(context.Background(), Options{StartTimeout: -time.Second})
+	var oe *OptionError
+	require.ErrorAs(t, err, &oe)
+	require.Equal(t, "StartTimeout", oe.Field)
+}
