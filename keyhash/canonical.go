@@ -20,19 +20,48 @@ import (
 // byte offset of the problem. Canonicalize never panics and uses no recursion,
 // so no input can exhaust the stack.
 //
+// Input that is canonical already (a model repeating the bytes it sent
+// before) is checked in one scan and copied, not rebuilt.
+//
 // The returned slice is freshly allocated and owned by the caller. Safe for
 // concurrent use.
 func Canonicalize(args []byte, lim contract.Limits) ([]byte, error) {
-	lim = lim.WithDefaults()
-	if len(args) > lim.MaxArgBytes {
-		return nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
-	}
-	c := canonicalizerPool.Get().(*canonicalizer)
-	defer c.release()
-	if err := c.run(args, lim.MaxDepth); err != nil {
+	canon, c, err := canonical(args, lim)
+	if err != nil {
 		return nil, err
 	}
-	return append(make([]byte, 0, len(c.out)), c.out...), nil
+	out := append(make([]byte, 0, len(canon)), canon...)
+	if c != nil {
+		c.release()
+	}
+	return out, nil
+}
+
+// canonical returns the canonical form of args under lim without copying
+// it: a slice of args when args is canonical already (see canonicalSpan),
+// otherwise the output of a pooled canonicalizer, returned as c, which the
+// caller releases once done with canon. Either way canon must not be
+// modified.
+func canonical(args []byte, lim contract.Limits) (canon []byte, c *canonicalizer, err error) {
+	lim = lim.WithDefaults()
+	if len(args) > lim.MaxArgBytes {
+		return nil, nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
+	}
+	if span, ok := canonicalSpan(args, lim.MaxDepth); ok {
+		return span, nil, nil
+	}
+	return rebuild(args, lim.MaxDepth)
+}
+
+// rebuild parses args and writes their canonical form, whatever their
+// spelling. The caller checks the size limit and releases c.
+func rebuild(args []byte, maxDepth int) (canon []byte, c *canonicalizer, err error) {
+	c = canonicalizerPool.Get().(*canonicalizer)
+	if err := c.run(args, maxDepth); err != nil {
+		c.release()
+		return nil, nil, err
+	}
+	return c.out, c, nil
 }
 
 // canonicalizerPool keeps parser buffers between calls so that a call costs

@@ -77,17 +77,22 @@ var plainASCII = func() (t [256]bool) {
 }()
 
 // hasSpecialByte reports whether any of the 8 bytes in w is not plain ASCII:
-// below 0x20, '"', '\\', or 0x80 and above. It uses the classic exact
-// "has a zero byte" and "has a byte less than n" word tricks, so runs of
-// plain text are scanned a word at a time.
-func hasSpecialByte(w uint64) bool {
+// below 0x20, '"', '\\', or 0x80 and above (see specialBytes).
+func hasSpecialByte(w uint64) bool { return specialBytes(w) != 0 }
+
+// specialBytes sets 0x80 in each byte of w that may not be plain ASCII,
+// using the classic "has a zero byte" and "has a byte less than n" word
+// tricks, so runs of plain text are scanned a word at a time. Whether the
+// result is zero is exact, and so is its lowest set bit (the first special
+// byte); a borrow can also mark bytes above a special one.
+func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	less20 := (w - 0x20*ones) &^ w
 	quote := w ^ '"'*ones
 	quote = (quote - ones) &^ quote
 	backslash := w ^ '\\'*ones
 	backslash = (backslash - ones) &^ backslash
-	return (w|less20|quote|backslash)&highs != 0
+	return (w | less20 | quote | backslash) & highs
 }
 
 // parseEscape reads the escape at c.pos (on its backslash) and returns the
