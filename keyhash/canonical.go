@@ -47,17 +47,24 @@ func canonical(args []byte, lim contract.Limits) (canon []byte, c *canonicalizer
 	if len(args) > lim.MaxArgBytes {
 		return nil, nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
 	}
-	if span, ok := canonicalSpan(args, lim.MaxDepth); ok {
+	var rp resumePoints
+	if span, ok := canonicalSpan(args, lim.MaxDepth, &rp); ok {
 		return span, nil, nil
 	}
-	return rebuild(args, lim.MaxDepth)
+	return rebuild(args, lim.MaxDepth, &rp)
 }
 
 // rebuild parses args and writes their canonical form, whatever their
-// spelling. The caller checks the size limit and releases c.
-func rebuild(args []byte, maxDepth int) (canon []byte, c *canonicalizer, err error) {
+// spelling, taking over from the scan where rp says it can (rp may be nil).
+// The caller checks the size limit and releases c.
+func rebuild(args []byte, maxDepth int, rp *resumePoints) (canon []byte, c *canonicalizer, err error) {
 	c = canonicalizerPool.Get().(*canonicalizer)
-	if err := c.run(args, maxDepth); err != nil {
+	if rp != nil && rp.n > 1 {
+		err = c.runFrom(args, maxDepth, rp.at[:rp.n])
+	} else {
+		err = c.run(args, maxDepth)
+	}
+	if err != nil {
 		c.release()
 		return nil, nil, err
 	}
@@ -127,19 +134,29 @@ func (c *canonicalizer) release() {
 
 // run canonicalizes in into c.out.
 func (c *canonicalizer) run(in []byte, maxDepth int) error {
+	c.start(in)
+	c.skipSpace()
+	if c.pos == len(in) {
+		c.out = append(c.out, "{}"...)
+		return nil
+	}
+	return c.parse(c.pos, wantValue, maxDepth)
+}
+
+// start readies c to read in.
+func (c *canonicalizer) start(in []byte) {
 	c.in, c.pos = in, 0
 	if cap(c.out) < len(in) {
 		// The canonical form is about as long as the input; one allocation
 		// here saves the doublings of a large input.
 		c.out = make([]byte, 0, len(in)+len(in)/8)
 	}
-	c.skipSpace()
-	if c.pos == len(in) {
-		c.out = append(c.out, "{}"...)
-		return nil
-	}
-	top := c.pos
-	state := wantValue
+}
+
+// parse reads from c.pos, in state, to the end of the input, whose top-level
+// value starts at offset top.
+func (c *canonicalizer) parse(top, state, maxDepth int) error {
+	in := c.in
 	for {
 		switch state {
 		case wantValue:

@@ -42,8 +42,9 @@ var emptyObject = []byte("{}")
 // object, with no nesting beyond min(maxDepth, scanDepth); if so, it returns
 // the canonical bytes: the slice of in holding the object, or "{}" for absent
 // arguments. The returned slice must not be modified. A false answer says
-// nothing about validity: the canonicalizer decides.
-func canonicalSpan(in []byte, maxDepth int) ([]byte, bool) {
+// nothing about validity: the canonicalizer decides, resuming where rp says
+// it can.
+func canonicalSpan(in []byte, maxDepth int, rp *resumePoints) ([]byte, bool) {
 	i, n := 0, len(in)
 	for i < n && isSpace(in[i]) {
 		i++
@@ -80,6 +81,9 @@ value:
 			}
 			objects |= 1 << (depth - 1)
 			keys[depth-1].end = 0
+			if depth == 1 {
+				rp.add(i)
+			}
 			if i, ok = scanMember(in, i, &keys[depth-1]); !ok {
 				return nil, false
 			}
@@ -125,6 +129,9 @@ value:
 			case ',':
 				i++
 				if object {
+					if depth == 1 {
+						rp.add(i)
+					}
 					if i, ok = scanMember(in, i, &keys[depth-1]); !ok {
 						return nil, false
 					}

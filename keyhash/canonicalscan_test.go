@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,30 +14,43 @@ import (
 // requireFastPathAgrees holds canonicalSpan to the canonicalizer on in under
 // maxDepth (at most scanDepth): what the scan accepts, the canonicalizer
 // returns byte for byte; input that the canonicalizer returns unchanged
-// (less surrounding white space) the scan accepts; and every canonical form
-// the canonicalizer writes takes the scan's path.
+// (less surrounding white space) the scan accepts; every canonical form the
+// canonicalizer writes takes the scan's path; and a canonicalizer that takes
+// over where the scan stopped gives the answer of one that starts afresh:
+// the same bytes or an equal error.
 func requireFastPathAgrees(t require.TestingT, in []byte, maxDepth int) {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	span, accepted := canonicalSpan(in, maxDepth)
-	full, c, err := rebuild(in, maxDepth)
-	var want []byte
-	if err == nil {
-		want = bytes.Clone(full)
-		c.release()
-	}
+	var rp resumePoints
+	span, accepted := canonicalSpan(in, maxDepth, &rp)
+	want, err := rebuilt(in, maxDepth, nil)
 	if accepted {
 		require.NoError(t, err, "the scan accepted input the canonicalizer refuses: %q", in)
 		require.Equal(t, string(want), string(span), "the scan accepted non-canonical input %q", in)
-	} else if err == nil {
-		require.NotEqual(t, string(want), string(bytes.Trim(in, " \t\r\n")), "the scan refused canonical input %q", in)
+	} else {
+		if err == nil {
+			require.NotEqual(t, string(want), string(bytes.Trim(in, " \t\r\n")), "the scan refused canonical input %q", in)
+		}
+		resumed, rerr := rebuilt(in, maxDepth, &rp)
+		require.Equal(t, err, rerr, "resumed at %v: %q", rp.at[:rp.n], in)
+		require.Equal(t, string(want), string(resumed), "resumed at %v: %q", rp.at[:rp.n], in)
 	}
 	if err == nil {
-		again, ok := canonicalSpan(want, maxDepth)
+		again, ok := canonicalSpan(want, maxDepth, new(resumePoints))
 		require.True(t, ok, "the scan refused the canonical form %q", want)
 		require.Equal(t, string(want), string(again))
 	}
+}
+
+// rebuilt is rebuild with a copy of the result.
+func rebuilt(in []byte, maxDepth int, rp *resumePoints) ([]byte, error) {
+	out, c, err := rebuild(in, maxDepth, rp)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	return bytes.Clone(out), nil
 }
 
 func TestCanonicalInputIsCheckedNotRebuilt(t *testing.T) {
@@ -59,7 +73,7 @@ func TestCanonicalInputIsCheckedNotRebuilt(t *testing.T) {
 		"{\"a\":1,\"a b\":2,\"a!\":3}",
 	} {
 		in := []byte(s)
-		span, ok := canonicalSpan(in, contract.DefaultMaxDepth)
+		span, ok := canonicalSpan(in, contract.DefaultMaxDepth, new(resumePoints))
 		require.True(t, ok, "input %q", s)
 		require.Equal(t, s, string(span))
 		require.Same(t, &in[0], &span[0], "the scan must return the input, not a copy")
@@ -68,12 +82,12 @@ func TestCanonicalInputIsCheckedNotRebuilt(t *testing.T) {
 
 	// White space around the object is not part of it.
 	in := []byte(" \r\n\t{\"a\":1}\n")
-	span, ok := canonicalSpan(in, contract.DefaultMaxDepth)
+	span, ok := canonicalSpan(in, contract.DefaultMaxDepth, new(resumePoints))
 	require.True(t, ok)
 	require.Equal(t, `{"a":1}`, string(span))
 	require.Same(t, &in[4], &span[0])
 	for _, absent := range []string{"", " ", "\n\t\r "} {
-		span, ok := canonicalSpan([]byte(absent), contract.DefaultMaxDepth)
+		span, ok := canonicalSpan([]byte(absent), contract.DefaultMaxDepth, new(resumePoints))
 		require.True(t, ok)
 		require.Equal(t, "{}", string(span))
 	}
@@ -105,7 +119,7 @@ func TestNonCanonicalInputIsRebuilt(t *testing.T) {
 		// Literals.
 		`{"a":tru}`, `{"a":True}`, `{"a":nul}`, `{"a":nulll}`, `{"a":fals}`, `{"a":NaN}`,
 	} {
-		_, ok := canonicalSpan([]byte(s), contract.DefaultMaxDepth)
+		_, ok := canonicalSpan([]byte(s), contract.DefaultMaxDepth, new(resumePoints))
 		require.False(t, ok, "input %q", s)
 		requireFastPathAgrees(t, []byte(s), contract.DefaultMaxDepth)
 	}
@@ -118,12 +132,12 @@ func TestDepthLimitHoldsOnTheFastPath(t *testing.T) {
 	}
 	for _, maxDepth := range []int{1, 2, 5, contract.DefaultMaxDepth} {
 		at := nested(maxDepth)
-		_, ok := canonicalSpan(at, maxDepth)
+		_, ok := canonicalSpan(at, maxDepth, new(resumePoints))
 		require.True(t, ok, "depth %d under MaxDepth %d", maxDepth, maxDepth)
 		requireFastPathAgrees(t, at, maxDepth)
 
 		over := nested(maxDepth + 1)
-		_, ok = canonicalSpan(over, maxDepth)
+		_, ok = canonicalSpan(over, maxDepth, new(resumePoints))
 		require.False(t, ok)
 		requireLimitError(t, over, contract.Limits{MaxDepth: maxDepth}, "MaxDepth")
 	}
@@ -131,7 +145,7 @@ func TestDepthLimitHoldsOnTheFastPath(t *testing.T) {
 	// Beyond the scan's own stack (only with a raised MaxDepth), canonical
 	// input takes the canonicalizer's path and gets the same bytes.
 	deep := nested(scanDepth + 10)
-	_, ok := canonicalSpan(deep, 100)
+	_, ok := canonicalSpan(deep, 100, new(resumePoints))
 	require.False(t, ok)
 	out, err := Canonicalize(deep, contract.Limits{MaxDepth: 100})
 	require.NoError(t, err)
@@ -143,7 +157,7 @@ func TestScanAcceptsExactlyTheCanonicalSpellings(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := drawObject(t, 4)
 		want := modelString(v)
-		span, ok := canonicalSpan([]byte(want), contract.DefaultMaxDepth)
+		span, ok := canonicalSpan([]byte(want), contract.DefaultMaxDepth, new(resumePoints))
 		require.True(t, ok, "the scan refused the canonical form %q", want)
 		require.Equal(t, want, string(span))
 		// Most spellings are not canonical; each must get its answer from
@@ -164,3 +178,54 @@ func TestEscapedKeysCompareByTheirDecodedBytes(t *testing.T) {
 		require.Equal(t, strings.Compare(a, b), compareEscapedKeys(spell(a), spell(b)), "%q versus %q", a, b)
 	})
 }
+
+func TestResumingGivesTheSameAnswer(t *testing.T) {
+	t.Parallel()
+	many := func(n int, last string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%03d":[%d,{"x":"y"}],`, i, i+1)
+		}
+		return b.String() + last + "}"
+	}
+	// Each input is canonical up to a later top-level member, so the
+	// canonicalizer takes over there; its answer must be that of a run from
+	// the start.
+	for _, s := range []string{
+		swapLastMembersString(`{"a":1,"b":[1,2],"c":{"d":"e"},"f":null}`),
+		`{"a":1,"b":2,"a":3}`,
+		`{"a":1,"b":2,"c":3,"b":4,"a":5}`,
+		`{"\n":1,"\"":2,"a":3," ":4}`,
+		`{"\u0000":1,"\u001f":2,"a\\b":3,"a\"":4,"a":5}`,
+		`{"a":1,"b":{"y":1,"x":2}}`,
+		`{"a":1,"b":{"x":[1,{"q":1,"p":2}]},"c":3}`,
+		`{"a":1,"b": 2}`,
+		`{"a":1,"b":2 }`,
+		`{"a":1,"b":2}x`,
+		`{"a":1,"b":2} x`,
+		`{"a":1,"b":tru}`,
+		`{"a":1,"b":1.50}`,
+		`{"a":1,"b":"\u0041"}`,
+		`{"a":1,"b":"` + "\xff" + `"}`,
+		`{"a":1,"b":[[[[1]]]]}`,
+		`{"a":1,"b":`,
+		`{"a":1,"b"`,
+		`{"a":1,"`,
+		`{"a":1,`,
+		many(40, `"a":0`),
+		many(40, `"k039":0`),
+		many(40, `"k100":10`),
+		many(31, `"k000":0`),
+		many(33, `"k000":0`),
+	} {
+		var rp resumePoints
+		_, ok := canonicalSpan([]byte(s), 3, &rp)
+		require.False(t, ok, "input %q", s)
+		require.Greater(t, rp.n, 1, "input %q: nothing to resume from", s)
+		requireFastPathAgrees(t, []byte(s), 3)
+		requireFastPathAgrees(t, []byte(s), contract.DefaultMaxDepth)
+	}
+}
+
+func swapLastMembersString(s string) string { return string(swapLastMembers([]byte(s))) }

@@ -94,7 +94,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		out, err := Canonicalize(in, lim)
 		key, fp, kerr := Keys("tool", "", in, lim)
 		idKey, idFP, iderr := Keys("tool", "id-1", in, lim)
-		want, c, werr := rebuild(in, contract.DefaultMaxDepth)
+		want, c, werr := rebuild(in, contract.DefaultMaxDepth, nil)
 		if werr != nil {
 			require.Equal(t, werr, err)
 			require.Equal(t, werr, kerr)

@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -24,13 +25,22 @@ func (c *canonicalizer) parseString(key bool) error {
 		run := c.pos
 		i := run
 		for {
-			for i+8 <= len(in) && !hasSpecialByte(binary.LittleEndian.Uint64(in[i:])) {
-				i += 8
+			if i+8 <= len(in) {
+				m := specialBytes(binary.LittleEndian.Uint64(in[i:]))
+				if m == 0 {
+					i += 8
+					continue
+				}
+				i += bits.TrailingZeros64(m) >> 3 // the first special byte
+			} else {
+				for i < len(in) && plainASCII[in[i]] {
+					i++
+				}
+				if i == len(in) {
+					break
+				}
 			}
-			for i < len(in) && plainASCII[in[i]] {
-				i++
-			}
-			if i == len(in) || in[i] < utf8.RuneSelf {
+			if in[i] < utf8.RuneSelf {
 				break
 			}
 			r, size := utf8.DecodeRune(in[i:])

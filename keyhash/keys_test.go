@@ -40,15 +40,15 @@ func TestGoldenVectorsHoldOnBothPaths(t *testing.T) {
 			continue
 		}
 		lim := contract.Limits{MaxDepth: v.MaxDepth}.WithDefaults()
-		out, c, err := rebuild(v.args(t), lim.MaxDepth)
+		out, c, err := rebuild(v.args(t), lim.MaxDepth, nil)
 		require.NoError(t, err, "vector %q", v.Name)
 		require.Equal(t, *v.Canonical, string(out), "vector %q", v.Name)
 		c.release()
 
-		span, ok := canonicalSpan([]byte(*v.Canonical), lim.MaxDepth)
+		span, ok := canonicalSpan([]byte(*v.Canonical), lim.MaxDepth, new(resumePoints))
 		require.True(t, ok, "vector %q: the scan refused its canonical form", v.Name)
 		require.Equal(t, *v.Canonical, string(span))
-		if _, ok := canonicalSpan(v.args(t), lim.MaxDepth); ok {
+		if _, ok := canonicalSpan(v.args(t), lim.MaxDepth, new(resumePoints)); ok {
 			fast++
 		}
 	}
