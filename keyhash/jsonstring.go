@@ -14,16 +14,19 @@ import (
 //
 // Raw control characters, invalid UTF-8, unknown escapes and escapes of
 // unpaired UTF-16 surrogates are refused.
+//
+// The output grows in local slices, stored back into c once at the end: an
+// append stored into the heap-allocated canonicalizer costs a GC write
+// barrier while the collector runs, and strings take most of the appends.
 func (c *canonicalizer) parseString(key bool) error {
 	in := c.in
 	start := c.pos
-	c.pos++
-	c.out = append(c.out, '"')
+	out, keys := append(c.out, '"'), c.keys
+	i := start + 1
 	for {
 		// Copy the longest run that needs no change: printable ASCII other
 		// than '"' and '\\', and well-formed multi-byte UTF-8.
-		run := c.pos
-		i := run
+		run := i
 		for {
 			if i+8 <= len(in) {
 				m := specialBytes(binary.LittleEndian.Uint64(in[i:]))
@@ -49,30 +52,31 @@ func (c *canonicalizer) parseString(key bool) error {
 			}
 			i += size
 		}
-		c.out = append(c.out, in[run:i]...)
+		out = append(out, in[run:i]...)
 		if key {
-			c.keys = append(c.keys, in[run:i]...)
+			keys = append(keys, in[run:i]...)
 		}
-		c.pos = i
 		if i == len(in) {
 			return c.errAt(start, "unterminated string")
 		}
 		switch b := in[i]; {
 		case b == '"':
-			c.pos++
-			c.out = append(c.out, '"')
+			c.pos = i + 1
+			c.out, c.keys = append(out, '"'), keys
 			return nil
 		case b < 0x20:
 			return c.errAt(i, "control character in string must be escaped")
 		}
 		// A backslash.
+		c.pos = i
 		r, err := c.parseEscape()
 		if err != nil {
 			return err
 		}
-		c.out = appendEscapedRune(c.out, r)
+		i = c.pos
+		out = appendEscapedRune(out, r)
 		if key {
-			c.keys = utf8.AppendRune(c.keys, r)
+			keys = utf8.AppendRune(keys, r)
 		}
 	}
 }
