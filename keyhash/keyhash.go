@@ -50,7 +50,8 @@ func Fingerprint(tool string, canonicalArgs []byte) Sum {
 // call an executor needs per tool call, and it is cheaper than the three:
 // canonical arguments are hashed where they lie (in args when they are
 // canonical already, else in a pooled buffer), never copied, and both hashes
-// share one digest, so Keys allocates nothing but its error.
+// share one digest, so Keys allocates nothing once the pool is warm (an
+// error aside).
 //
 // Check the tool name and the invocation id against lim
 // (contract.Limits.CheckTool, CheckInvocationID) first: Keys hashes them as
