@@ -168,3 +168,52 @@ func reportCPU(b *testing.B) func() {
 		}
 	}
 }
+
+// BenchmarkFallback measures what the scan costs input that is not
+// canonical: Canonicalize (scan, then the canonicalizer, resumed where the
+// scan allows) against the canonicalizer alone from the first byte, which is
+// what Canonicalize did before the scan existed.
+func BenchmarkFallback(b *testing.B) {
+	for _, c := range canonicalizeCases {
+		if bytes.Equal(mustCanonicalize(c.in), c.in) {
+			continue
+		}
+		b.Run(c.name+"/canonicalize", func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				if _, err := Canonicalize(c.in, contract.Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/rebuildOnly", func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				out, p, err := rebuild(c.in, contract.DefaultMaxDepth, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = append(make([]byte, 0, len(out)), out...)
+				p.release()
+			}
+		})
+	}
+}
+
+// BenchmarkScan measures the scan alone: on canonical input its whole cost
+// before the copy, on the rest what the canonicalizer's path pays on top
+// (less what resuming saves).
+func BenchmarkScan(b *testing.B) {
+	for _, c := range canonicalizeCases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				var rp resumePoints
+				canonicalSpan(c.in, contract.DefaultMaxDepth, &rp)
+			}
+		})
+	}
+}
