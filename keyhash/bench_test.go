@@ -97,6 +97,7 @@ func BenchmarkEncodingJSONRoundTrip1KiB(b *testing.B) {
 func BenchmarkArgsKey(b *testing.B) {
 	b.SetBytes(int64(len(realisticArgsSorted)))
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		_ = ArgsKey("send_mail", realisticArgsSorted)
 	}
@@ -104,6 +105,7 @@ func BenchmarkArgsKey(b *testing.B) {
 
 func BenchmarkFingerprint(b *testing.B) {
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		_ = Fingerprint("send_mail", realisticArgsSorted)
 	}
@@ -113,6 +115,7 @@ func BenchmarkFingerprint(b *testing.B) {
 // would allocate.
 func BenchmarkIDKey(b *testing.B) {
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		_ = IDKey("call_5f0c9b7e-2d1a-4b8e-9a3c-7d6e5f4a3b2c")
 	}
@@ -121,6 +124,7 @@ func BenchmarkIDKey(b *testing.B) {
 func BenchmarkDownstreamKey(b *testing.B) {
 	key := IDKey("call_5f0c9b7e-2d1a-4b8e-9a3c-7d6e5f4a3b2c")
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		_ = DownstreamKey("run-5f0c9b7e-2d1a-4b8e-9a3c-7d6e5f4a3b2c", key)
 	}

@@ -20,19 +20,55 @@ import (
 // byte offset of the problem. Canonicalize never panics and uses no recursion,
 // so no input can exhaust the stack.
 //
+// Input that is canonical already (a model repeating the bytes it sent
+// before) is checked in one scan and copied, not rebuilt.
+//
 // The returned slice is freshly allocated and owned by the caller. Safe for
 // concurrent use.
 func Canonicalize(args []byte, lim contract.Limits) ([]byte, error) {
-	lim = lim.WithDefaults()
-	if len(args) > lim.MaxArgBytes {
-		return nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
-	}
-	c := canonicalizerPool.Get().(*canonicalizer)
-	defer c.release()
-	if err := c.run(args, lim.MaxDepth); err != nil {
+	canon, c, err := canonical(args, lim)
+	if err != nil {
 		return nil, err
 	}
-	return append(make([]byte, 0, len(c.out)), c.out...), nil
+	out := append(make([]byte, 0, len(canon)), canon...)
+	if c != nil {
+		c.release()
+	}
+	return out, nil
+}
+
+// canonical returns the canonical form of args under lim without copying
+// it: a slice of args when args is canonical already (see canonicalSpan),
+// otherwise the output of a pooled canonicalizer, returned as c, which the
+// caller releases once done with canon. Either way canon must not be
+// modified.
+func canonical(args []byte, lim contract.Limits) (canon []byte, c *canonicalizer, err error) {
+	lim = lim.WithDefaults()
+	if len(args) > lim.MaxArgBytes {
+		return nil, nil, &contract.LimitError{Limit: "MaxArgBytes", Value: len(args), Max: lim.MaxArgBytes}
+	}
+	var rp resumePoints
+	if span, ok := canonicalSpan(args, lim.MaxDepth, &rp); ok {
+		return span, nil, nil
+	}
+	return rebuild(args, lim.MaxDepth, &rp)
+}
+
+// rebuild parses args and writes their canonical form, whatever their
+// spelling, taking over from the scan where rp says it can (rp may be nil).
+// The caller checks the size limit and releases c.
+func rebuild(args []byte, maxDepth int, rp *resumePoints) (canon []byte, c *canonicalizer, err error) {
+	c = canonicalizerPool.Get().(*canonicalizer)
+	if rp != nil && rp.n > 1 {
+		err = c.runFrom(args, maxDepth, rp.at[:rp.n])
+	} else {
+		err = c.run(args, maxDepth)
+	}
+	if err != nil {
+		c.release()
+		return nil, nil, err
+	}
+	return c.out, c, nil
 }
 
 // canonicalizerPool keeps parser buffers between calls so that a call costs
@@ -98,19 +134,29 @@ func (c *canonicalizer) release() {
 
 // run canonicalizes in into c.out.
 func (c *canonicalizer) run(in []byte, maxDepth int) error {
+	c.start(in)
+	c.skipSpace()
+	if c.pos == len(in) {
+		c.out = append(c.out, "{}"...)
+		return nil
+	}
+	return c.parse(c.pos, wantValue, maxDepth)
+}
+
+// start readies c to read in.
+func (c *canonicalizer) start(in []byte) {
 	c.in, c.pos = in, 0
 	if cap(c.out) < len(in) {
 		// The canonical form is about as long as the input; one allocation
 		// here saves the doublings of a large input.
 		c.out = make([]byte, 0, len(in)+len(in)/8)
 	}
-	c.skipSpace()
-	if c.pos == len(in) {
-		c.out = append(c.out, "{}"...)
-		return nil
-	}
-	top := c.pos
-	state := wantValue
+}
+
+// parse reads from c.pos, in state, to the end of the input, whose top-level
+// value starts at offset top.
+func (c *canonicalizer) parse(top, state, maxDepth int) error {
+	in := c.in
 	for {
 		switch state {
 		case wantValue:

@@ -54,3 +54,19 @@ func ExampleIDKey() {
 	// false
 	// false
 }
+
+// An executor derives a call's key and fingerprint in one step; they are
+// those of its canonical arguments.
+func ExampleKeys() {
+	args := []byte(`{"to": "ada@example.com", "cc": []}`)
+	key, fp, err := keyhash.Keys("send_mail", "", args, contract.Limits{})
+	canon, _ := keyhash.Canonicalize(args, contract.Limits{})
+	fmt.Println(err, key == keyhash.ArgsKey("send_mail", canon), fp == keyhash.Fingerprint("send_mail", canon))
+
+	// With an invocation id the key is the id's; the fingerprint is the same.
+	idKey, idFP, _ := keyhash.Keys("send_mail", "call-1", args, contract.Limits{})
+	fmt.Println(idKey == keyhash.IDKey("call-1"), idFP == fp)
+	// Output:
+	// <nil> true true
+	// true true
+}

@@ -63,6 +63,55 @@ func FuzzCanonicalize(f *testing.F) {
 	})
 }
 
+// FuzzCanonicalFastPath checks the canonical fast path against the
+// canonicalizer on any input, at two depth limits: whatever canonicalSpan
+// accepts the canonicalizer returns byte for byte, whatever the
+// canonicalizer returns unchanged canonicalSpan accepts, and Canonicalize and
+// Keys agree with the canonicalizer whichever path they take. The seeds are
+// the golden inputs and their canonical forms, so that the fuzzer starts
+// from both sides of the line.
+//
+//	go test ./keyhash -run '^$' -fuzz FuzzCanonicalFastPath -fuzztime 3m
+func FuzzCanonicalFastPath(f *testing.F) {
+	for _, v := range readGolden(f).Vectors {
+		f.Add(v.args(f))
+		if v.Canonical != nil {
+			f.Add([]byte(*v.Canonical))
+		}
+	}
+	for _, s := range []string{
+		`{"\"":1,"#":2,"a\u0000":[{},[],"\u001f",-1e-1]}`,
+		`{"":0,"\b":1,"\\":{"a":{"b":{"c":[[[1]]]}}}}`,
+		"{\"\xf0\x9f\x98\x80\":\"\u2028\x7f/\"} \n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, maxDepth := range []int{3, contract.DefaultMaxDepth} {
+			requireFastPathAgrees(t, in, maxDepth)
+		}
+		lim := contract.Limits{}
+		out, err := Canonicalize(in, lim)
+		key, fp, kerr := Keys("tool", "", in, lim)
+		idKey, idFP, iderr := Keys("tool", "id-1", in, lim)
+		want, c, werr := rebuild(in, contract.DefaultMaxDepth, nil)
+		if werr != nil {
+			require.Equal(t, werr, err)
+			require.Equal(t, werr, kerr)
+			require.Equal(t, werr, iderr)
+			return
+		}
+		require.Equal(t, string(want), string(out))
+		c.release()
+		require.NoError(t, kerr)
+		require.NoError(t, iderr)
+		require.Equal(t, ArgsKey("tool", out), key)
+		require.Equal(t, Fingerprint("tool", out), fp)
+		require.Equal(t, IDKey("id-1"), idKey)
+		require.Equal(t, fp, idFP)
+	})
+}
+
 func requireCanonical(t *testing.T, in, want []byte, what string) {
 	t.Helper()
 	got, err := Canonicalize(in, contract.Limits{})

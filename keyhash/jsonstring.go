@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -13,24 +14,36 @@ import (
 //
 // Raw control characters, invalid UTF-8, unknown escapes and escapes of
 // unpaired UTF-16 surrogates are refused.
+//
+// The output grows in local slices, stored back into c once at the end: an
+// append stored into the heap-allocated canonicalizer costs a GC write
+// barrier while the collector runs, and strings take most of the appends.
 func (c *canonicalizer) parseString(key bool) error {
 	in := c.in
 	start := c.pos
-	c.pos++
-	c.out = append(c.out, '"')
+	out, keys := append(c.out, '"'), c.keys
+	i := start + 1
 	for {
 		// Copy the longest run that needs no change: printable ASCII other
 		// than '"' and '\\', and well-formed multi-byte UTF-8.
-		run := c.pos
-		i := run
+		run := i
 		for {
-			for i+8 <= len(in) && !hasSpecialByte(binary.LittleEndian.Uint64(in[i:])) {
-				i += 8
+			if i+8 <= len(in) {
+				m := specialBytes(binary.LittleEndian.Uint64(in[i:]))
+				if m == 0 {
+					i += 8
+					continue
+				}
+				i += bits.TrailingZeros64(m) >> 3 // the first special byte
+			} else {
+				for i < len(in) && plainASCII[in[i]] {
+					i++
+				}
+				if i == len(in) {
+					break
+				}
 			}
-			for i < len(in) && plainASCII[in[i]] {
-				i++
-			}
-			if i == len(in) || in[i] < utf8.RuneSelf {
+			if in[i] < utf8.RuneSelf {
 				break
 			}
 			r, size := utf8.DecodeRune(in[i:])
@@ -39,30 +52,31 @@ func (c *canonicalizer) parseString(key bool) error {
 			}
 			i += size
 		}
-		c.out = append(c.out, in[run:i]...)
+		out = append(out, in[run:i]...)
 		if key {
-			c.keys = append(c.keys, in[run:i]...)
+			keys = append(keys, in[run:i]...)
 		}
-		c.pos = i
 		if i == len(in) {
 			return c.errAt(start, "unterminated string")
 		}
 		switch b := in[i]; {
 		case b == '"':
-			c.pos++
-			c.out = append(c.out, '"')
+			c.pos = i + 1
+			c.out, c.keys = append(out, '"'), keys
 			return nil
 		case b < 0x20:
 			return c.errAt(i, "control character in string must be escaped")
 		}
 		// A backslash.
+		c.pos = i
 		r, err := c.parseEscape()
 		if err != nil {
 			return err
 		}
-		c.out = appendEscapedRune(c.out, r)
+		i = c.pos
+		out = appendEscapedRune(out, r)
 		if key {
-			c.keys = utf8.AppendRune(c.keys, r)
+			keys = utf8.AppendRune(keys, r)
 		}
 	}
 }
@@ -77,17 +91,22 @@ var plainASCII = func() (t [256]bool) {
 }()
 
 // hasSpecialByte reports whether any of the 8 bytes in w is not plain ASCII:
-// below 0x20, '"', '\\', or 0x80 and above. It uses the classic exact
-// "has a zero byte" and "has a byte less than n" word tricks, so runs of
-// plain text are scanned a word at a time.
-func hasSpecialByte(w uint64) bool {
+// below 0x20, '"', '\\', or 0x80 and above (see specialBytes).
+func hasSpecialByte(w uint64) bool { return specialBytes(w) != 0 }
+
+// specialBytes sets 0x80 in each byte of w that may not be plain ASCII,
+// using the classic "has a zero byte" and "has a byte less than n" word
+// tricks, so runs of plain text are scanned a word at a time. Whether the
+// result is zero is exact, and so is its lowest set bit (the first special
+// byte); a borrow can also mark bytes above a special one.
+func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	less20 := (w - 0x20*ones) &^ w
 	quote := w ^ '"'*ones
 	quote = (quote - ones) &^ quote
 	backslash := w ^ '\\'*ones
 	backslash = (backslash - ones) &^ backslash
-	return (w|less20|quote|backslash)&highs != 0
+	return (w | less20 | quote | backslash) & highs
 }
 
 // parseEscape reads the escape at c.pos (on its backslash) and returns the
