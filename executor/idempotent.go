@@ -158,16 +158,11 @@ func EntryOf(call Call, lim store.Limits) (store.Entry, error) {
 			return store.Entry{}, err
 		}
 	}
-	canon, err := keyhash.Canonicalize(call.Args, lim)
+	key, fp, err := keyhash.Keys(call.Tool, call.InvocationID, call.Args, lim)
 	if err != nil {
 		return store.Entry{}, err
 	}
-	ent := store.Entry{Tool: call.Tool, Fingerprint: keyhash.Fingerprint(call.Tool, canon)}
-	if call.InvocationID != "" {
-		ent.Key = keyhash.IDKey(call.InvocationID)
-	} else {
-		ent.Key = keyhash.ArgsKey(call.Tool, canon)
-	}
+	ent := store.Entry{Tool: call.Tool, Key: key, Fingerprint: fp}
 	return ent, nil
 }
 
