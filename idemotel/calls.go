@@ -1,0 +1,176 @@
+package idemotel
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemstore/idemstore/executor"
+)
+
+// spanNameOp is the GenAI operation of a tool call's span.
+const spanNameOp = "execute_tool"
+
+// callStart is when a call started, for its duration metric.
+type callStart struct{ at time.Time }
+
+type callStartKey struct{}
+
+// CallStarted starts the call's span, "execute_tool NAME", as the GenAI
+// conventions name a tool execution, with the tool's name, the provider's
+// call id (gen_ai.tool.call.id) and the scope. The store's operations and
+// the tool run under it. It implements executor.Observer.
+func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call executor.Call) context.Context {
+	tool := spanString(call.Tool)
+	name := spanNameOp
+	if tool != "" {
+		name += " " + tool
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool), AttrScope.String(spanString(scope)))
+	if call.ProviderCallID != "" {
+		attrs = append(attrs, semconv.GenAIToolCallID(spanString(call.ProviderCallID)))
+	}
+	if call.InvocationID != "" {
+		attrs = append(attrs, AttrInvocationID.String(spanString(call.InvocationID)))
+	}
+	ctx, _ = in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return context.WithValue(ctx, callStartKey{}, &callStart{at: time.Now()})
+}
+
+// CallEnded ends the call's span with what the call did (replayed, claimed,
+// waited, taken over, its outcome and key; an error with its class as
+// error.type) and records the call's metrics. It implements
+// executor.Observer.
+func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent) {
+	errType := callErrorType(ev)
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(callAttributes(ev)...)
+		if errType != "" {
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			if ev.Err != nil {
+				span.RecordError(ev.Err)
+				span.SetStatus(codes.Error, ev.Err.Error())
+			} else {
+				span.SetStatus(codes.Error, "the tool reported a failure")
+			}
+		}
+	}
+	span.End()
+	in.recordCall(ctx, ev, errType)
+}
+
+// callErrorType is error.type of a call: its error's class, or
+// ErrorTypeToolFailure for a failure the tool reported; "" for a success.
+func callErrorType(ev executor.CallEvent) string {
+	switch {
+	case ev.Err != nil:
+		return ev.Class.String()
+	case ev.Result.Failed:
+		return ErrorTypeToolFailure
+	}
+	return ""
+}
+
+func callAttributes(ev executor.CallEvent) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		AttrOutcome.String(ev.Outcome.String()),
+		AttrReplayed.Bool(ev.Outcome == executor.CallReplayed),
+		AttrClaimed.Bool(ev.Claimed),
+		AttrWaited.Bool(ev.Waited()),
+		AttrTakenOver.Bool(ev.TakenOver),
+	}
+	if !ev.Key.IsZero() {
+		attrs = append(attrs, AttrKey.String(ev.Key.String()))
+	}
+	if ev.Attempt > 0 {
+		attrs = append(attrs, AttrAttempt.Int(ev.Attempt))
+	}
+	if ev.Waited() {
+		attrs = append(attrs, AttrWaitKind.StringSlice(waitKinds(ev)))
+	}
+	if ev.Reconciled {
+		attrs = append(attrs, AttrReconciled.Bool(true))
+	}
+	if ev.FingerprintMismatch {
+		attrs = append(attrs, AttrFingerprintMismatch.Bool(true))
+	}
+	if ev.LeaseLost {
+		attrs = append(attrs, AttrLeaseLost.Bool(true))
+	}
+	return attrs
+}
+
+func waitKinds(ev executor.CallEvent) []string {
+	kinds := make([]string, 0, 2)
+	if ev.WaitedInProcess {
+		kinds = append(kinds, WaitInProcess)
+	}
+	if ev.WaitedStore {
+		kinds = append(kinds, WaitStore)
+	}
+	return kinds
+}
+
+// recordCall records the call's metrics. Attributes: the tool (bounded),
+// the outcome, error.type and the wait kind; never the scope, key or
+// invocation id (see the package doc).
+func (in *Instrumentation) recordCall(ctx context.Context, ev executor.CallEvent, errType string) {
+	tool, toolSet := in.tools.metricName(spanString(ev.Call.Tool))
+	toolAttr := semconv.GenAIToolName(tool)
+	outcome := AttrOutcome.String(ev.Outcome.String())
+	callSet := attribute.NewSet(toolAttr, outcome)
+	if errType != "" {
+		callSet = attribute.NewSet(toolAttr, outcome, semconv.ErrorTypeKey.String(errType))
+	}
+	in.m.calls.Add(ctx, 1, metric.WithAttributeSet(callSet))
+	if st, ok := ctx.Value(callStartKey{}).(*callStart); ok {
+		in.m.callDuration.Record(ctx, time.Since(st.at).Seconds(), metric.WithAttributeSet(callSet))
+	}
+	byTool := metric.WithAttributeSet(toolSet)
+	if ev.ToolRan {
+		in.m.toolDuration.Record(ctx, ev.ToolDuration.Seconds(), byTool)
+	}
+	if ev.Claimed {
+		in.m.claims.Add(ctx, 1, byTool)
+	}
+	if ev.TakenOver {
+		in.m.takeovers.Add(ctx, 1, byTool)
+	}
+	if ev.FingerprintMismatch {
+		in.m.fingerprintMismatches.Add(ctx, 1, byTool)
+	}
+	if ev.LeaseLost {
+		in.m.leasesLost.Add(ctx, 1, byTool)
+	}
+	if ev.WaitedInProcess {
+		in.m.waits.Add(ctx, 1, metric.WithAttributes(toolAttr, AttrWaitKind.String(WaitInProcess)))
+	}
+	if ev.WaitedStore {
+		in.m.waits.Add(ctx, 1, metric.WithAttributes(toolAttr, AttrWaitKind.String(WaitStore)))
+	}
+}
+
+// maxSpanString bounds the strings of a call a span carries: a call is
+// reported before the executor checks it against the store's limits, so a
+// bad call's tool name or scope may be anything.
+const maxSpanString = 1024
+
+// spanString returns s as valid UTF-8 of at most maxSpanString bytes.
+func spanString(s string) string {
+	if len(s) > maxSpanString {
+		s = s[:maxSpanString]
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
