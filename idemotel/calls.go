@@ -18,6 +18,12 @@ import (
 // spanNameOp is the GenAI operation of a tool call's span.
 const spanNameOp = "execute_tool"
 
+// Span kinds, as options made once.
+var (
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
+)
+
 // callStart is when a call started, for its duration metric.
 type callStart struct{ at time.Time }
 
@@ -41,7 +47,7 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 	if call.InvocationID != "" {
 		attrs = append(attrs, AttrInvocationID.String(spanString(call.InvocationID)))
 	}
-	ctx, _ = in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	ctx, _ = in.tracer.Start(ctx, name, internalKind, trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, callStartKey{}, &callStart{at: time.Now()})
 }
 
@@ -124,18 +130,13 @@ func waitKinds(ev executor.CallEvent) []string {
 // the outcome, error.type and the wait kind; never the scope, key or
 // invocation id (see the package doc).
 func (in *Instrumentation) recordCall(ctx context.Context, ev executor.CallEvent, errType string) {
-	tool, toolSet := in.tools.metricName(spanString(ev.Call.Tool))
+	tool, byTool := in.tools.metricName(spanString(ev.Call.Tool))
 	toolAttr := semconv.GenAIToolName(tool)
-	outcome := AttrOutcome.String(ev.Outcome.String())
-	callSet := attribute.NewSet(toolAttr, outcome)
-	if errType != "" {
-		callSet = attribute.NewSet(toolAttr, outcome, semconv.ErrorTypeKey.String(errType))
-	}
-	in.m.calls.Add(ctx, 1, metric.WithAttributeSet(callSet))
+	byCall := in.callSet(tool, ev.Outcome, errType)
+	in.m.calls.Add(ctx, 1, byCall)
 	if st, ok := ctx.Value(callStartKey{}).(*callStart); ok {
-		in.m.callDuration.Record(ctx, time.Since(st.at).Seconds(), metric.WithAttributeSet(callSet))
+		in.m.callDuration.Record(ctx, time.Since(st.at).Seconds(), byCall)
 	}
-	byTool := metric.WithAttributeSet(toolSet)
 	if ev.ToolRan {
 		in.m.toolDuration.Record(ctx, ev.ToolDuration.Seconds(), byTool)
 	}
@@ -157,6 +158,29 @@ func (in *Instrumentation) recordCall(ctx context.Context, ev executor.CallEvent
 	if ev.WaitedStore {
 		in.m.waits.Add(ctx, 1, metric.WithAttributes(toolAttr, AttrWaitKind.String(WaitStore)))
 	}
+}
+
+// callSetKey names one attribute set of the calls metric.
+type callSetKey struct {
+	tool    string
+	outcome executor.CallOutcome
+	errType string
+}
+
+// callSet returns the calls metric's attributes for a call, as a
+// measurement option made once per combination: tools are bounded
+// (toolNames), outcomes and error types are few, so the cache is too.
+func (in *Instrumentation) callSet(tool string, outcome executor.CallOutcome, errType string) metric.MeasurementOption {
+	k := callSetKey{tool, outcome, errType}
+	if opt, ok := in.callSets.Load(k); ok {
+		return opt.(metric.MeasurementOption)
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIToolName(tool), AttrOutcome.String(outcome.String())}
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	opt, _ := in.callSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	return opt.(metric.MeasurementOption)
 }
 
 // maxSpanString bounds the strings of a call a span carries: a call is

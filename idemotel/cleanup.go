@@ -21,9 +21,10 @@ func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
 	if namespace != "" {
 		set = attribute.NewSet(semconv.DBNamespace(namespace))
 	}
+	opt := metric.WithAttributeSet(set)
 	return func(n int) {
 		if n > 0 {
-			in.m.cleanupRemoved.Add(context.Background(), int64(n), metric.WithAttributeSet(set))
+			in.m.cleanupRemoved.Add(context.Background(), int64(n), opt)
 		}
 	}
 }

@@ -44,6 +44,8 @@ type Instrumentation struct {
 	tracer trace.Tracer
 	m      instruments
 	tools  toolNames
+	// callSets caches the calls metric's attribute sets (see callSet).
+	callSets sync.Map
 }
 
 var _ executor.Observer = (*Instrumentation)(nil)
@@ -70,7 +72,7 @@ func New(cfg *Config) (*Instrumentation, error) {
 	}
 	in := &Instrumentation{
 		tracer: c.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
-		tools:  toolNames{max: c.MaxToolNames, seen: make(map[string]attribute.Set)},
+		tools:  toolNames{max: c.MaxToolNames, seen: make(map[string]metric.MeasurementOption)},
 	}
 	m, err := newInstruments(c.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL)))
 	if err != nil {
@@ -81,16 +83,16 @@ func New(cfg *Config) (*Instrumentation, error) {
 }
 
 // toolNames keeps the tool names metrics may carry, each with its
-// attribute set (gen_ai.tool.name alone), made once.
+// measurement option (gen_ai.tool.name alone), made once.
 type toolNames struct {
 	max  int
 	mu   sync.RWMutex
-	seen map[string]attribute.Set // guarded by mu
+	seen map[string]metric.MeasurementOption // guarded by mu
 }
 
 // metricName returns tool, or OtherTool once max other names were seen,
-// and its attribute set.
-func (n *toolNames) metricName(tool string) (string, attribute.Set) {
+// and its measurement option.
+func (n *toolNames) metricName(tool string) (string, metric.MeasurementOption) {
 	n.mu.RLock()
 	set, ok := n.seen[tool]
 	n.mu.RUnlock()
@@ -108,7 +110,7 @@ func (n *toolNames) metricName(tool string) (string, attribute.Set) {
 			return tool, set
 		}
 	}
-	set = attribute.NewSet(semconv.GenAIToolName(tool))
+	set = metric.WithAttributeSet(attribute.NewSet(semconv.GenAIToolName(tool)))
 	n.seen[tool] = set
 	return tool, set
 }

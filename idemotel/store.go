@@ -77,15 +77,16 @@ var opNames = [opCount]string{"Get", "GetMany", "Put", "Claim", "ClaimMany", "Wa
 // per wrapped store.
 type op struct {
 	spanName string
-	attrs    []attribute.KeyValue // db.system.name, db.namespace, db.operation.name
-	ok       attribute.Set        // the metric attributes of a success
+	attrs    []attribute.KeyValue     // db.system.name, db.namespace, db.operation.name
+	start    []trace.SpanStartOption  // kind client and attrs
+	ok       metric.MeasurementOption // the metric attributes of a success
 }
 
 // storeTel is the instrumentation of one wrapped store.
 type storeTel struct {
 	in      *Instrumentation
 	ops     [opCount]op
-	removed attribute.Set // cleanup metric attributes
+	removed metric.MeasurementOption // cleanup metric attributes
 }
 
 func newStoreTel(in *Instrumentation, cfg StoreConfig) *storeTel {
@@ -97,7 +98,7 @@ func newStoreTel(in *Instrumentation, cfg StoreConfig) *storeTel {
 	if cfg.Namespace != "" {
 		base = append(base, semconv.DBNamespace(cfg.Namespace))
 	}
-	t.removed = attribute.NewSet(base...)
+	t.removed = metric.WithAttributeSet(attribute.NewSet(base...))
 	for i, name := range opNames {
 		// Clipped: end appends error.type to it from many goroutines.
 		attrs := slices.Clip(append(slices.Clone(base), semconv.DBOperationName(name)))
@@ -105,7 +106,8 @@ func newStoreTel(in *Instrumentation, cfg StoreConfig) *storeTel {
 		if cfg.Namespace != "" {
 			spanName += " " + cfg.Namespace
 		}
-		t.ops[i] = op{spanName: spanName, attrs: attrs, ok: attribute.NewSet(attrs...)}
+		t.ops[i] = op{spanName: spanName, attrs: attrs, start: []trace.SpanStartOption{clientKind, trace.WithAttributes(attrs...)},
+			ok: metric.WithAttributeSet(attribute.NewSet(attrs...))}
 	}
 	return t
 }
@@ -120,7 +122,7 @@ type call struct {
 
 func (t *storeTel) start(ctx context.Context, id opID, scope string) (context.Context, call) {
 	o := &t.ops[id]
-	ctx, span := t.in.tracer.Start(ctx, o.spanName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(o.attrs...))
+	ctx, span := t.in.tracer.Start(ctx, o.spanName, o.start...)
 	if scope != "" && span.IsRecording() {
 		span.SetAttributes(AttrScope.String(spanString(scope)))
 	}
@@ -138,7 +140,7 @@ func (c call) end(ctx context.Context, err error) {
 	o := &c.t.ops[c.id]
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		c.span.End()
-		c.t.in.m.storeDuration.Record(ctx, took, metric.WithAttributeSet(o.ok))
+		c.t.in.m.storeDuration.Record(ctx, took, o.ok)
 		return
 	}
 	errType := semconv.ErrorTypeKey.String(contract.ClassOf(err).String())

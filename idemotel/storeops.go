@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/idemstore/idemstore/keyhash"
@@ -147,7 +146,7 @@ func (s *wholeStore) RemoveExpired(ctx context.Context, limit int) (int, error) 
 	c.records(n)
 	c.end(ctx, err)
 	if n > 0 {
-		s.t.in.m.cleanupRemoved.Add(ctx, int64(n), metric.WithAttributeSet(s.t.removed))
+		s.t.in.m.cleanupRemoved.Add(ctx, int64(n), s.t.removed)
 	}
 	return n, err
 }
