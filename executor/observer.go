@@ -237,7 +237,11 @@ func outcomeOf(res Result, err error, class contract.Class) CallOutcome {
 func (s *Scoped) observe(ctx context.Context, call Call, run func(ctx context.Context, t *callTrace) (Result, error)) (res Result, err error) {
 	obs := s.e.cfg.Observer
 	t := &callTrace{}
-	octx := context.WithValue(obs.CallStarted(ctx, s.scope, call), traceKey{}, t)
+	octx := obs.CallStarted(ctx, s.scope, call)
+	if octx == nil {
+		octx = ctx // an observer that forgot to return one
+	}
+	octx = context.WithValue(octx, traceKey{}, t)
 	finished := false
 	defer func() {
 		if finished {

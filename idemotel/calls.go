@@ -24,8 +24,13 @@ var (
 	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
 )
 
-// callStart is when a call started, for its duration metric.
-type callStart struct{ at time.Time }
+// callStart is a call's span and when it started, for its duration
+// metric. CallEnded ends this span, never whatever span ctx holds, so that
+// a context from elsewhere cannot make it end someone else's.
+type callStart struct {
+	span trace.Span
+	at   time.Time
+}
 
 type callStartKey struct{}
 
@@ -47,8 +52,8 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 	if call.InvocationID != "" {
 		attrs = append(attrs, AttrInvocationID.String(spanString(call.InvocationID)))
 	}
-	ctx, _ = in.tracer.Start(ctx, name, internalKind, trace.WithAttributes(attrs...))
-	return context.WithValue(ctx, callStartKey{}, &callStart{at: time.Now()})
+	ctx, span := in.tracer.Start(ctx, name, internalKind, trace.WithAttributes(attrs...))
+	return context.WithValue(ctx, callStartKey{}, &callStart{span: span, at: time.Now()})
 }
 
 // CallEnded ends the call's span with what the call did (replayed, claimed,
@@ -57,7 +62,13 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 // executor.Observer.
 func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent) {
 	errType := callErrorType(ev)
-	span := trace.SpanFromContext(ctx)
+	st, _ := ctx.Value(callStartKey{}).(*callStart)
+	if st == nil {
+		// Not a context CallStarted returned: no span of ours to end.
+		in.recordCall(ctx, ev, errType, nil)
+		return
+	}
+	span := st.span
 	if span.IsRecording() {
 		span.SetAttributes(callAttributes(ev)...)
 		if errType != "" {
@@ -71,7 +82,7 @@ func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent)
 		}
 	}
 	span.End()
-	in.recordCall(ctx, ev, errType)
+	in.recordCall(ctx, ev, errType, st)
 }
 
 // callErrorType is error.type of a call: its error's class, or
@@ -129,12 +140,12 @@ func waitKinds(ev executor.CallEvent) []string {
 // recordCall records the call's metrics. Attributes: the tool (bounded),
 // the outcome, error.type and the wait kind; never the scope, key or
 // invocation id (see the package doc).
-func (in *Instrumentation) recordCall(ctx context.Context, ev executor.CallEvent, errType string) {
+func (in *Instrumentation) recordCall(ctx context.Context, ev executor.CallEvent, errType string, st *callStart) {
 	tool, byTool := in.tools.metricName(spanString(ev.Call.Tool))
 	toolAttr := semconv.GenAIToolName(tool)
 	byCall := in.callSet(tool, ev.Outcome, errType)
 	in.m.calls.Add(ctx, 1, byCall)
-	if st, ok := ctx.Value(callStartKey{}).(*callStart); ok {
+	if st != nil {
 		in.m.callDuration.Record(ctx, time.Since(st.at).Seconds(), byCall)
 	}
 	if ev.ToolRan {

@@ -336,3 +336,16 @@ func TestNewRefusesANegativeMaxToolNames(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidInput)
 	require.ErrorContains(t, err, "MaxToolNames")
 }
+
+// CallEnded with a context CallStarted did not return ends no span (not
+// even one the context holds) and still counts the call.
+func TestCallEndedOnAForeignContextEndsNoSpan(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx, other := b.tp.Tracer("app").Start(context.Background(), "app work")
+	b.tel.CallEnded(ctx, executor.CallEvent{Call: mail("call-1"), Outcome: executor.CallRan})
+	require.Empty(t, b.takeSpans())
+	other.End()
+	require.Equal(t, []string{"app work"}, spanNames(b.takeSpans()))
+	require.EqualValues(t, 1, count(t, b.collect(t), idemotel.MetricCalls, ranOutcome))
+}
