@@ -20,6 +20,8 @@ import (
 func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released bool, err error) {
 	e := s.e
 	tctx := WithCallInfo(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver))
+	tr := e.trace(ctx) // nil unless an Observer is set
+	tr.claim(cr)
 	if cr.TakenOver {
 		e.debug(ctx, "idemstore: took over an expired claim; the earlier outcome is unknown", s.scope, ent,
 			slog.Int("attempt", cr.Claim.Attempt), slog.Int64("token", cr.Claim.Token))
@@ -60,13 +62,16 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 		}
 		if found {
 			finished = true
+			tr.reconcile()
 			e.debug(ctx, "idemstore: reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
 			return s.finish(ctx, ent, c, rres, nil)
 		}
 	}
 
+	tr.toolStarted()
 	res, err = e.inner.Execute(tctx, call)
+	tr.toolEnded()
 	if errors.Is(err, ErrOutcomeUnknown) {
 		res, released, err = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
 		finished = true
@@ -75,6 +80,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 	finished = true
 	c, lost := rn.stop()
 	if lost {
+		tr.lostLease()
 		e.debug(ctx, "idemstore: the tool returned after its lease was lost", s.scope, ent)
 	}
 	return s.finish(ctx, ent, c, res, err)
@@ -92,6 +98,7 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 		case rerr != nil:
 			e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", s.scope, ent, rerr)
 		case found:
+			e.trace(ctx).reconcile()
 			e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
 			return s.finish(ctx, ent, c, rres, nil)

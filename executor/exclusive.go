@@ -46,6 +46,7 @@ func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, f *flight
 // follower then runs the call itself.
 func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, ent store.Entry, waited *waitBudget) (res Result, again bool, err error) {
 	s.e.debug(ctx, "idemstore: identical call in flight in this process, waiting for it", s.scope, ent)
+	s.e.trace(ctx).waitInProcess()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -114,6 +115,7 @@ func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, wa
 	defer cancel()
 	s.e.debug(ctx, "idemstore: in flight elsewhere, waiting", s.scope, ent,
 		slog.Int64("token", rec.Token), slog.Time("lease_until", rec.LeaseUntil))
+	s.e.trace(ctx).waitStore()
 	if err := s.e.st.Wait(wctx, s.scope, ent.Key, rec.Token); err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

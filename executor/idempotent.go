@@ -118,6 +118,9 @@ var _ Executor = (*Scoped)(nil)
 //   - any other error is the tool's own transient failure (not stored) or
 //     the store's (store.ErrUnavailable, store.ErrRefused).
 func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {
+	if s.e.cfg.Observer != nil && ctx != nil {
+		return s.executeObserved(ctx, call)
+	}
 	if err := s.check(ctx); err != nil {
 		return Result{}, err
 	}

@@ -46,6 +46,14 @@ type Prepared struct {
 // replayed and not bad must be Run or Released: a claim Prepare took is
 // otherwise held until its lease ends.
 func (s *Scoped) Prepare(ctx context.Context, calls []Call) ([]Prepared, error) {
+	preps, err := s.prepare(ctx, calls)
+	if s.e.cfg.Observer != nil && ctx != nil {
+		s.observePrepared(ctx, preps)
+	}
+	return preps, err
+}
+
+func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) {
 	preps := make([]Prepared, len(calls))
 	if err := s.check(ctx); err != nil {
 		for i := range preps {
@@ -135,6 +143,13 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 // its lease was lost meanwhile, it goes the ordinary way (claim again, wait
 // or replay), so it never runs beside another holder.
 func (p *Prepared) Run(ctx context.Context) (Result, error) {
+	if p.s != nil && p.s.e.cfg.Observer != nil && ctx != nil && p.Err == nil && !p.Replayed {
+		return p.runObserved(ctx)
+	}
+	return p.run(ctx)
+}
+
+func (p *Prepared) run(ctx context.Context) (Result, error) {
 	switch {
 	case p.Err != nil:
 		return Result{}, p.Err

@@ -36,7 +36,10 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	e := s.e
 	e.debug(ctx, "idemstore: miss, running the tool", s.scope, ent)
 	// No claim in this mode: Attempt 0, never taken over.
+	tr := e.trace(ctx) // nil unless an Observer is set
+	tr.toolStarted()
 	res, err := e.inner.Execute(WithCallInfo(ctx, s.callInfo(ent, store.Claim{}, false)), call)
+	tr.toolEnded()
 	if err != nil || res.Stored {
 		return res, err
 	}

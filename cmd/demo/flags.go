@@ -36,6 +36,9 @@ type options struct {
 	// model as an OpenAI-compatible endpoint at this address instead of
 	// running it, so that -model openai can be tried offline.
 	serveOpenAI string
+	// otel, when "stdout", prints the run's OpenTelemetry spans (see
+	// telemetry).
+	otel string
 }
 
 // Values of -model.
@@ -71,6 +74,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serveOpenAI, "serve-openai", "",
 		"serve the scenario's scripted model as an OpenAI-compatible endpoint at this address (for example 127.0.0.1:8080) until interrupted, "+
 			"for trying -model openai offline")
+	fs.StringVar(&o.otel, "otel", otelOff,
+		"print the run's OpenTelemetry spans: stdout (one JSON object per span, from the SDK's stdout exporter, "+
+			"as each span ends; replayed calls carry idemstore.replayed=true)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -102,6 +108,8 @@ func (o *options) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unknown -model %q; one of: %s, %s", o.model, modelOpenAI, modelScripted)
 	case o.model != modelOpenAI && (o.baseURL != "" || o.modelName != ""):
 		return errors.New("-base-url and -model-name go with -model openai")
+	case o.otel != otelOff && o.otel != otelStdout:
+		return fmt.Errorf("unknown -otel %q; the one exporter is %s", o.otel, otelStdout)
 	case o.model == modelOpenAI && o.serveOpenAI != "":
 		return errors.New("-serve-openai serves the scripted model; run the client (-model openai) as a second command")
 	case wire && scenarios[o.scenario].invocationIDs:

@@ -7,6 +7,7 @@
 //	go run ./cmd/demo [-scenario retry|clean|mismatch|failure] [-execution-id SCOPE] [-database-url URL [-schema NAME]]
 //	go run ./cmd/demo -model openai [-base-url URL] [-model-name NAME]
 //	go run ./cmd/demo -serve-openai 127.0.0.1:8080
+//	go run ./cmd/demo -otel stdout
 //
 // -execution-id is the run's scope: the demo passes it to Run, and only a
 // run of the same scope replays what this one stored (give the same one
@@ -18,6 +19,9 @@
 // scenario's scripted one, offline; -model openai asks an OpenAI-compatible
 // endpoint instead (key from OPENAI_API_KEY), and -serve-openai serves the
 // scripted model as such an endpoint, to try that offline (docs/openai.md).
+// -otel stdout also prints the run's OpenTelemetry spans (package
+// idemotel), one JSON object per line, the replayed calls marked
+// idemstore.replayed (docs/observability.md).
 package main
 
 import (

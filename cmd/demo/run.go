@@ -33,6 +33,14 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return fmt.Errorf("opening the store: %w", err)
 	}
 	defer closeStore()
+	tel, err := newTelemetry(opts, w)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
+	if st, err = tel.wrap(st); err != nil {
+		return err
+	}
 
 	tl, err := newTools(sc)
 	if err != nil {
@@ -42,6 +50,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		Model:        model,
 		Tools:        tl.registry,
 		Store:        st,
+		Executor:     tel.executor,
 		QualityGates: []agent.Gate{gate()},
 		Progress:     func(step string) { fmt.Fprintln(w, step) },
 	})
@@ -54,7 +63,9 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 	if about != "" {
 		fmt.Fprintln(w, about)
 	}
-	tr, runErr := rt.Run(ctx, opts.scope, "Welcome customer "+customerID+" by e-mail.")
+	runCtx, span := tel.tracer.Start(ctx, "invoke_agent demo")
+	tr, runErr := rt.Run(runCtx, opts.scope, "Welcome customer "+customerID+" by e-mail.")
+	span.End()
 	if tr.Answer != "" {
 		fmt.Fprintln(w, "answer:", tr.Answer)
 	}

@@ -1,0 +1,30 @@
+package idemotel
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// CleanupRemoved returns a function that counts records removed by cleanup
+// in idemstore.cleanup.removed, with db.namespace set to namespace (the
+// schema; "" leaves it out), for pgstore.CleanerConfig.OnRemoved:
+//
+//	pgstore.NewCleaner(st, pgstore.CleanerConfig{OnRemoved: tel.CleanupRemoved(st.Schema())})
+//
+// It is safe for concurrent use. A cleaner's own RemoveExpired calls do not
+// go through a wrapped store, so they are counted here and only here.
+func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
+	var set attribute.Set
+	if namespace != "" {
+		set = attribute.NewSet(semconv.DBNamespace(namespace))
+	}
+	opt := metric.WithAttributeSet(set)
+	return func(n int) {
+		if n > 0 {
+			in.m.cleanupRemoved.Add(context.Background(), int64(n), opt)
+		}
+	}
+}

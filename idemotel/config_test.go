@@ -1,0 +1,51 @@
+package idemotel_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/idemotel"
+	"github.com/idemstore/idemstore/store/memstore"
+)
+
+// Not parallel: it sets the process's global providers (no other test of
+// this package uses them). New(nil) follows the global providers, also
+// when the application sets them after New, as the OpenTelemetry API's
+// globals delegate.
+func TestDefaultsToTheGlobalProvidersAlsoWhenSetLater(t *testing.T) {
+	tel, err := idemotel.New(nil)
+	require.NoError(t, err)
+
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() {
+		require.NoError(t, tp.Shutdown(context.Background()))
+		require.NoError(t, mp.Shutdown(context.Background()))
+	}()
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	idem, err := executor.New(executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		return executor.Result{Output: []byte("ok")}, nil
+	}), st, &executor.Config{Observer: tel})
+	require.NoError(t, err)
+	_, err = idem.ForScope(testScope).Execute(context.Background(), mail("call-1"))
+	require.NoError(t, err)
+
+	require.Equal(t, []string{"execute_tool send_mail"}, spanNames(spans.GetSpans()))
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	require.EqualValues(t, 1, count(t, rm, idemotel.MetricCalls, ranOutcome))
+}

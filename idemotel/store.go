@@ -1,0 +1,194 @@
+package idemotel
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+// StoreConfig describes a wrapped store as the database client conventions
+// name it. A nil *StoreConfig, and every zero field, means the defaults.
+type StoreConfig struct {
+	// System is db.system.name. Defaults to SystemPostgreSQL for a store
+	// that reports its schema (store/pgstore's Schema method); for any
+	// other store the attribute is left out unless set here.
+	System string
+	// Namespace is db.namespace, and the target in span names ("Claim
+	// idemstore"). Defaults to the schema of a store that reports one.
+	Namespace string
+}
+
+// schemaReporter is how a store tells its PostgreSQL schema
+// (pgstore.Store.Schema), without this package importing pgstore.
+type schemaReporter interface{ Schema() string }
+
+func (c *StoreConfig) withDefaults(st any) StoreConfig {
+	var out StoreConfig
+	if c != nil {
+		out = *c
+	}
+	if sr, ok := st.(schemaReporter); ok {
+		if out.System == "" {
+			out.System = SystemPostgreSQL
+		}
+		if out.Namespace == "" {
+			out.Namespace = sr.Schema()
+		}
+	}
+	return out
+}
+
+// Store operations, as db.operation.name names them: the method names of
+// the store contract.
+type opID uint8
+
+const (
+	opGet opID = iota
+	opGetMany
+	opPut
+	opClaim
+	opClaimMany
+	opWait
+	opComplete
+	opRelease
+	opRenew
+	opExtendScope
+	opDeleteScope
+	opRemoveExpired
+	opCount
+)
+
+var opNames = [opCount]string{"Get", "GetMany", "Put", "Claim", "ClaimMany", "Wait", "Complete", "Release", "Renew",
+	"ExtendScope", "DeleteScope", "RemoveExpired"}
+
+// op is what every span and measurement of one operation shares, made once
+// per wrapped store.
+type op struct {
+	spanName string
+	attrs    []attribute.KeyValue     // db.system.name, db.namespace, db.operation.name
+	start    []trace.SpanStartOption  // kind client and attrs
+	ok       metric.MeasurementOption // the metric attributes of a success
+}
+
+// storeTel is the instrumentation of one wrapped store.
+type storeTel struct {
+	in      *Instrumentation
+	ops     [opCount]op
+	removed metric.MeasurementOption // cleanup metric attributes
+}
+
+func newStoreTel(in *Instrumentation, cfg StoreConfig) *storeTel {
+	t := &storeTel{in: in}
+	var base []attribute.KeyValue
+	if cfg.System != "" {
+		base = append(base, semconv.DBSystemNameKey.String(cfg.System))
+	}
+	if cfg.Namespace != "" {
+		base = append(base, semconv.DBNamespace(cfg.Namespace))
+	}
+	t.removed = metric.WithAttributeSet(attribute.NewSet(base...))
+	for i, name := range opNames {
+		// Clipped: end appends error.type to it from many goroutines.
+		attrs := slices.Clip(append(slices.Clone(base), semconv.DBOperationName(name)))
+		spanName := name
+		if cfg.Namespace != "" {
+			spanName += " " + cfg.Namespace
+		}
+		t.ops[i] = op{spanName: spanName, attrs: attrs, start: []trace.SpanStartOption{clientKind, trace.WithAttributes(attrs...)},
+			ok: metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	}
+	return t
+}
+
+// call is one store operation in progress.
+type call struct {
+	t     *storeTel
+	id    opID
+	span  trace.Span
+	begin time.Time
+}
+
+func (t *storeTel) start(ctx context.Context, id opID, scope string) (context.Context, call) {
+	o := &t.ops[id]
+	ctx, span := t.in.tracer.Start(ctx, o.spanName, o.start...)
+	if scope != "" && span.IsRecording() {
+		span.SetAttributes(AttrScope.String(spanString(scope)))
+	}
+	return ctx, call{t: t, id: id, span: span, begin: time.Now()}
+}
+
+// recording reports whether attributes set on the span are kept, so that
+// they are only computed then.
+func (c call) recording() bool { return c.span.IsRecording() }
+
+// end ends the span and records the duration. ErrNotFound is an answer,
+// not a failure.
+func (c call) end(ctx context.Context, err error) {
+	took := time.Since(c.begin).Seconds()
+	o := &c.t.ops[c.id]
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		c.span.End()
+		c.t.in.m.storeDuration.Record(ctx, took, o.ok)
+		return
+	}
+	errType := semconv.ErrorTypeKey.String(contract.ClassOf(err).String())
+	if c.span.IsRecording() {
+		c.span.SetAttributes(errType)
+		c.span.RecordError(err)
+		c.span.SetStatus(codes.Error, err.Error())
+	}
+	c.span.End()
+	c.t.in.m.storeDuration.Record(ctx, took, metric.WithAttributes(append(o.attrs, errType)...))
+}
+
+func (c call) key(k keyhash.Sum) {
+	if c.recording() {
+		c.span.SetAttributes(AttrKey.String(k.String()))
+	}
+}
+
+// WrapCallStore returns st with a span per operation ("Claim idemstore",
+// kind client, the database client conventions' attributes) and its
+// duration in db.client.operation.duration. Give the result to the
+// executor (or runtime.Config.Store) instead of st. A nil st is refused
+// with a *contract.ConfigError.
+func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (store.CallStore, error) {
+	if isNil(st) {
+		return nil, &contract.ConfigError{Config: "idemotel.WrapCallStore", Field: "store", Problem: "nil"}
+	}
+	return &callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, nil
+}
+
+// WrapStore is WrapCallStore for a whole store: scope maintenance gets
+// spans too, RemoveExpired's removals count in idemstore.cleanup.removed,
+// and Stats is passed through. The wrapper does not implement
+// store.Inspector: operators' calls go to the store itself.
+func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.Store, error) {
+	if isNil(st) {
+		return nil, &contract.ConfigError{Config: "idemotel.WrapStore", Field: "store", Problem: "nil"}
+	}
+	return &wholeStore{callStore: callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, whole: st}, nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer
+// (a store left nil by an ignored constructor error), whose methods would
+// panic on the call path.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
