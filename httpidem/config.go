@@ -168,6 +168,7 @@ type settings struct {
 	allowMissing     bool
 	principal        func(*http.Request) string
 	maxPrincipal     int
+	maxTool          int      // the store's MaxToolBytes
 	fpHeaders        []string // canonical, sorted, distinct
 	replayHeaders    map[string]bool
 	replayedHeader   string // canonical
@@ -242,6 +243,7 @@ func settle(c *Config, lim store.Limits) (settings, error) {
 		s.replayHeaders[name] = true
 	}
 	s.maxPrincipal = lim.MaxScopeBytes - 1 - s.maxKey
+	s.maxTool = lim.MaxToolBytes
 	return s, nil
 }
 

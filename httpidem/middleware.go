@@ -124,10 +124,11 @@ func (m *Middleware) read(w http.ResponseWriter, r *http.Request, vals []string)
 		principal: principal,
 		scope:     Scope(principal, key),
 		body:      body,
+		// The tool name is set on a miss, before the claim: a replay does
+		// not need it.
 		ent: store.Entry{
 			Key:         keyhash.IDKey(key),
 			Fingerprint: Fingerprint(r, body, m.cfg.fpHeaders),
-			Tool:        toolName(r, m.st.Limits().WithDefaults().MaxToolBytes),
 		},
 	}, true
 }
@@ -214,6 +215,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 		m.storeFailed(w, r, "look up", err)
 		return
 	}
+	req.ent.Tool = toolName(r, m.cfg.maxTool)
 	var deadline time.Time
 	for {
 		cr, err := m.st.Claim(ctx, req.scope, req.ent, m.cfg.lease, store.WriteOptions{ScopeTTL: m.cfg.keyTTL})

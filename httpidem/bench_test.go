@@ -1,0 +1,200 @@
+package httpidem_test
+
+// The middleware's overhead, side by side in one run on one store:
+//
+//	go test -run '^$' -bench . -benchmem -benchtime 2s ./httpidem
+//
+// For each store and 1 and 8 concurrent clients:
+//   - bare: the handler alone (it reads a 1 KiB body and writes a 1 KiB
+//     JSON response);
+//   - get: the store's Get of a stored response alone, the floor of a
+//     replay;
+//   - replay: a stored response replayed by the middleware; reports x_get,
+//     its time per request over get's;
+//   - first: a new key every request (Get, Claim, handler, Complete).
+//
+// Requests go straight to ServeHTTP (no network between client and
+// server), so the figures are the middleware's own cost.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/httpidem"
+	"github.com/idemstore/idemstore/internal/pgtest"
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// benchKeys are the stored keys replay and get cycle through.
+const benchKeys = 1000
+
+var (
+	benchClients  = []int{1, 8}
+	benchReqBody  = `{"item":"book","quantity":2,"note":"` + strings.Repeat("n", 1024-38) + `"}`
+	benchRespBody = []byte(`{"order_id":1,"note":"` + strings.Repeat("r", 1024-24) + `"}`)
+)
+
+// benchHandler is the bare handler: it reads the body and answers 201 with
+// a 1 KiB JSON body.
+var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var buf [2048]byte
+	for {
+		if _, err := r.Body.Read(buf[:]); err != nil {
+			break
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Location", "/orders/1")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(benchRespBody)
+})
+
+func benchRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(benchReqBody))
+	r.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		r.Header.Set("Idempotency-Key", `"`+key+`"`)
+	}
+	return r
+}
+
+// benchRecorder is a ResponseWriter that keeps nothing but the status and
+// whether the response was a replay.
+type benchRecorder struct {
+	h      http.Header
+	status int
+}
+
+func (r *benchRecorder) Header() http.Header         { return r.h }
+func (r *benchRecorder) WriteHeader(code int)        { r.status = code }
+func (r *benchRecorder) Write(p []byte) (int, error) { return len(p), nil }
+
+func serveBench(h http.Handler, key string) (int, bool) {
+	w := &benchRecorder{h: make(http.Header, 4)}
+	h.ServeHTTP(w, benchRequest(key))
+	return w.status, w.h.Get("Idempotent-Replayed") == "true"
+}
+
+func BenchmarkOverhead(b *testing.B) {
+	b.Run("memstore", func(b *testing.B) { benchOverhead(b, newMemStore(b)) })
+	b.Run("pgstore", func(b *testing.B) {
+		_, schema := pgtest.NewSchema(b)
+		cfg, err := pgxpool.ParseConfig(pgtest.URL(b))
+		require.NoError(b, err)
+		cfg.MaxConns = 16
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		require.NoError(b, err)
+		b.Cleanup(pool.Close)
+		st, err := pgstore.New(context.Background(), pool, &pgstore.Config{Schema: schema})
+		require.NoError(b, err)
+		b.Cleanup(st.Close)
+		benchOverhead(b, st)
+	})
+}
+
+func benchOverhead(b *testing.B, st store.Store) {
+	m := newMiddleware(b, st, nil)
+	wrapped := m.Wrap(benchHandler)
+	ctx := context.Background()
+	for i := range benchKeys {
+		status, _ := serveBench(wrapped, "bench-"+strconv.Itoa(i))
+		require.Equal(b, http.StatusCreated, status)
+	}
+	prefix := randomPrefix(b)
+	var fresh atomic.Int64
+	for _, clients := range benchClients {
+		var getPerOp float64
+		b.Run(fmt.Sprintf("bare/clients=%d", clients), func(b *testing.B) {
+			runClients(b, clients, func(int) error {
+				if status, _ := serveBench(benchHandler, ""); status != http.StatusCreated {
+					return fmt.Errorf("status %d", status)
+				}
+				return nil
+			})
+		})
+		b.Run(fmt.Sprintf("get/clients=%d", clients), func(b *testing.B) {
+			runClients(b, clients, func(i int) error {
+				k := "bench-" + strconv.Itoa(i%benchKeys)
+				_, err := st.Get(ctx, httpidem.Scope("", k), keyhash.IDKey(k))
+				return err
+			})
+			getPerOp = float64(b.Elapsed()) / float64(b.N)
+		})
+		b.Run(fmt.Sprintf("replay/clients=%d", clients), func(b *testing.B) {
+			runClients(b, clients, func(i int) error {
+				status, replayed := serveBench(wrapped, "bench-"+strconv.Itoa(i%benchKeys))
+				if status != http.StatusCreated || !replayed {
+					return fmt.Errorf("status %d, replayed %v", status, replayed)
+				}
+				return nil
+			})
+			if getPerOp > 0 {
+				b.ReportMetric(float64(b.Elapsed())/float64(b.N)/getPerOp, "x_get")
+			}
+		})
+		b.Run(fmt.Sprintf("first/clients=%d", clients), func(b *testing.B) {
+			runClients(b, clients, func(int) error {
+				status, replayed := serveBench(wrapped, prefix+strconv.FormatInt(fresh.Add(1), 10))
+				if status != http.StatusCreated || replayed {
+					return fmt.Errorf("status %d, replayed %v", status, replayed)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// randomPrefix keeps the keys of "first" new in every run, also against a
+// TEST_DATABASE_URL kept between runs.
+func randomPrefix(b *testing.B) string {
+	var r [6]byte
+	_, err := rand.Read(r[:])
+	require.NoError(b, err)
+	return "new-" + hex.EncodeToString(r[:]) + "-"
+}
+
+// runClients runs op b.N times in all, spread over clients goroutines. The
+// first error fails the benchmark.
+func runClients(b *testing.B, clients int, op func(i int) error) {
+	b.Helper()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				if err := op(i); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	require.NoError(b, firstErr)
+}
