@@ -185,11 +185,18 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, true
 	}
-	var buf bytes.Buffer
+	var (
+		body []byte
+		err  error
+		rd   = http.MaxBytesReader(w, r.Body, m.cfg.maxBody)
+	)
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// A server ends the body at its Content-Length: one exact read.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, m.cfg.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -199,7 +206,7 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		}
 		return nil, false
 	}
-	return buf.Bytes(), true
+	return body, true
 }
 
 // decide looks the key up and replays, refuses, waits or runs. A replay is
