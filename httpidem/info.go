@@ -23,7 +23,8 @@ type RequestInfo struct {
 	Entry store.Entry
 	// Claim is the claim the handler runs under. A handler that writes to
 	// the store's own PostgreSQL database stores its response under it in
-	// its own transaction: see CommitTx.
+	// its own transaction: see CommitTx. Its LeaseUntil is the lease as
+	// granted; the middleware's renewals extend it.
 	Claim store.Claim
 	// TakenOver is true when an earlier attempt's lease ended without an
 	// outcome (its server died or hung): its side effect may already have

@@ -127,6 +127,11 @@ func TestStreamedAndOversizedResponsesAreNotStored(t *testing.T) {
 			_, _ = io.WriteString(w, strings.Repeat("a", 60))
 			_, _ = io.WriteString(w, strings.Repeat("b", 60))
 		},
+		"with trailers": func(w http.ResponseWriter) {
+			w.Header().Set("Trailer", "X-Checksum")
+			_, _ = io.WriteString(w, "data")
+			w.Header().Set("X-Checksum", "abc")
+		},
 		"hijacked": func(w http.ResponseWriter) {
 			conn, rw, err := http.NewResponseController(w).Hijack()
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"strings"
 )
 
 // recorder is the ResponseWriter the handler writes to. It holds the
@@ -13,8 +14,10 @@ import (
 // stored (flushed, hijacked, over MaxResponseBytes, switching protocols)
 // is passed through from then on.
 //
-// A recorder is used by the handler's goroutine; like any ResponseWriter
-// it is not safe for concurrent use.
+// Headers the handler sets after WriteHeader (which net/http ignores) go
+// out with the first response, since the real WriteHeader comes later;
+// they are never stored. A recorder is used by the handler's goroutine;
+// like any ResponseWriter it is not safe for concurrent use.
 type recorder struct {
 	w   http.ResponseWriter
 	max int
@@ -124,11 +127,28 @@ func (r *recorder) passThrough(reason string) {
 }
 
 // end marks the handler's return. A handler that wrote nothing answered
-// 200 with no body, as net/http would.
+// 200 with no body, as net/http would. Trailers are not stored, so a
+// response that has some is not stored either.
 func (r *recorder) end() {
 	if r.status == 0 && !r.through {
 		r.WriteHeader(http.StatusOK)
 	}
+	if r.unsaved == "" && hasTrailers(r.w.Header()) {
+		r.unsaved = "the response has trailers"
+	}
+}
+
+// hasTrailers reports whether h declares or holds trailers.
+func hasTrailers(h http.Header) bool {
+	if _, ok := h["Trailer"]; ok {
+		return true
+	}
+	for name := range h {
+		if strings.HasPrefix(name, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish sends what was held back, once the middleware stored it (or
