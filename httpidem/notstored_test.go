@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,11 +150,21 @@ func TestStreamedAndOversizedResponsesAreNotStored(t *testing.T) {
 			t.Parallel()
 			eachStore(t, func(t *testing.T, b *backend) {
 				var runs atomic.Int64
-				srv := serve(t, newMiddleware(t, b.st, &httpidem.Config{MaxResponseBytes: 100}), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				m := newMiddleware(t, b.st, &httpidem.Config{MaxResponseBytes: 100})
+				wrapped := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					runs.Add(1)
 					h(w)
 				}))
+				// A hijacking handler may answer before the middleware is
+				// done with the claim: wait for the middleware.
+				served := make(chan struct{}, 2)
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					wrapped.ServeHTTP(w, r)
+					served <- struct{}{}
+				}))
+				t.Cleanup(srv.Close)
 				first := send(t, srv, http.MethodPost, "/stream", sfKey("k"), `{}`)
+				<-served
 				require.Equal(t, http.StatusOK, first.Status)
 				require.NotEmpty(t, first.Body, "the client gets the whole response")
 				if name == "over MaxResponseBytes" {
