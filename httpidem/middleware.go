@@ -188,14 +188,14 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	var (
 		body []byte
 		err  error
-		rd   = http.MaxBytesReader(w, r.Body, m.cfg.maxBody)
 	)
 	if r.ContentLength > 0 {
-		// A server ends the body at its Content-Length: one exact read.
+		// A declared length within the limit: one exact read (a server
+		// ends the body there).
 		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(rd, body)
+		_, err = io.ReadFull(r.Body, body)
 	} else {
-		body, err = io.ReadAll(rd)
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody))
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
