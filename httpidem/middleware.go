@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -83,22 +84,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // read parses the key, asks for the principal and reads the body. It
 // answers the request itself and returns false when one is wrong.
 func (m *Middleware) read(w http.ResponseWriter, r *http.Request, vals []string) (request, bool) {
-	field := vals[0]
-	if len(vals) > 1 {
-		field = joinFieldLines(vals)
-	}
-	key, err := ParseKey(field)
-	if err == nil {
-		switch {
-		case key == "":
-			err = &KeyError{Problem: "the key is empty", Offset: -1}
-		case len(key) > m.cfg.maxKey:
-			err = &KeyError{Problem: fmt.Sprintf("the key is %d bytes long, over the limit of %d", len(key), m.cfg.maxKey), Offset: -1}
-		}
-	}
+	key, err := m.parseKey(vals)
 	if err != nil {
-		var ke *KeyError
 		detail := err.Error()
+		var ke *KeyError
 		if errors.As(err, &ke) {
 			detail = m.cfg.header + ": " + ke.Problem
 			if ke.Offset >= 0 {
@@ -156,18 +145,20 @@ func (m *Middleware) checkPrincipal(p string) error {
 	return m.st.Limits().CheckScope(p)
 }
 
-// joinFieldLines combines several field lines into one value, as a
-// Structured Field parser must (RFC 9651, section 4.2): for an Item, the
-// result never parses.
-func joinFieldLines(vals []string) string {
-	var b bytes.Buffer
-	for i, v := range vals {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(v)
+// parseKey parses the key's field lines. Several lines are one
+// comma-separated value, as a Structured Field parser must combine them
+// (RFC 9651, section 4.2): for an Item, that never parses.
+func (m *Middleware) parseKey(vals []string) (string, error) {
+	key, err := ParseKey(strings.Join(vals, ", "))
+	switch {
+	case err != nil:
+		return "", err
+	case key == "":
+		return "", &KeyError{Problem: "the key is empty", Offset: -1}
+	case len(key) > m.cfg.maxKey:
+		return "", &KeyError{Problem: fmt.Sprintf("the key is %d bytes long, over the limit of %d", len(key), m.cfg.maxKey), Offset: -1}
 	}
-	return b.String()
+	return key, nil
 }
 
 // readBody reads the whole body, bounded by MaxBodyBytes, and gives the
