@@ -1,0 +1,127 @@
+package httpidem_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/httpidem"
+)
+
+func TestBadKeysGet400AndRunNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		h := &orders{}
+		srv := serve(t, newMiddleware(t, b.st, &httpidem.Config{MaxKeyBytes: 8}), h)
+		for name, key := range map[string]string{
+			"unquoted":        "8e03978e",
+			"empty string":    `""`,
+			"too long":        `"123456789"`,
+			"bad escape":      `"a\n"`,
+			"no closing":      `"abc`,
+			"non-ASCII":       `"ключ"`,
+			"trailing":        `"a" b`,
+			"a list":          `"a", "b"`,
+			"bad parameter":   `"a";B=1`,
+			"a token, quoted": `abc"`,
+		} {
+			a := send(t, srv, http.MethodPost, "/orders", key, `{}`)
+			require.Equal(t, http.StatusBadRequest, a.Status, name)
+			p := problemOf(t, a)
+			require.Equal(t, httpidem.CodeKeyMalformed, p.Code, name)
+			require.Contains(t, p.Detail, "Idempotency-Key", name)
+		}
+
+		missing := send(t, srv, http.MethodPost, "/orders", "", `{}`)
+		require.Equal(t, http.StatusBadRequest, missing.Status)
+		require.Equal(t, httpidem.CodeKeyMissing, problemOf(t, missing).Code)
+
+		// Two field lines are one list value, never an Item.
+		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, srv.URL+"/orders", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		req.Header.Add("Idempotency-Key", `"a"`)
+		req.Header.Add("Idempotency-Key", `"b"`)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+		require.Zero(t, h.runs.Load())
+		_, found := b.record(t, "", "a")
+		require.False(t, found, "nothing is stored for a refused request")
+	})
+}
+
+func TestKeyHeaderNameAndLimitAreConfigurable(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	h := &orders{}
+	srv := serve(t, newMiddleware(t, st, &httpidem.Config{HeaderName: "x-request-key", MaxKeyBytes: 200}), h)
+	long := strings.Repeat("k", 200)
+	a := send(t, srv, http.MethodPost, "/orders", "", `{}`, "X-Request-Key", sfKey(long))
+	require.Equal(t, http.StatusCreated, a.Status)
+	again := send(t, srv, http.MethodPost, "/orders", "", `{}`, "X-Request-Key", sfKey(long))
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, http.StatusBadRequest, send(t, srv, http.MethodPost, "/orders", "", `{}`, "X-Request-Key", sfKey(long+"k")).Status)
+	missing := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusBadRequest, missing.Status, "the default header is not read")
+	require.Contains(t, problemOf(t, missing).Detail, "X-Request-Key")
+	require.Equal(t, int64(1), h.runs.Load())
+}
+
+func TestBodyOverTheLimitGets413AndStoresNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		h := &orders{}
+		srv := serve(t, newMiddleware(t, b.st, &httpidem.Config{MaxBodyBytes: 64}), h)
+		big := strings.Repeat("x", 65)
+
+		a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), big)
+		require.Equal(t, http.StatusRequestEntityTooLarge, a.Status, "declared by Content-Length")
+		require.Equal(t, httpidem.CodeBodyTooLarge, problemOf(t, a).Code)
+
+		// A chunked body declares no length: the limit is found by reading.
+		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, srv.URL+"/orders", io.MultiReader(strings.NewReader(big)))
+		require.NoError(t, err)
+		req.ContentLength = -1
+		req.Header.Set("Idempotency-Key", sfKey("k"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "chunked")
+
+		require.Zero(t, h.runs.Load())
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "nothing is stored")
+
+		ok := send(t, srv, http.MethodPost, "/orders", sfKey("k"), strings.Repeat("x", 64))
+		require.Equal(t, http.StatusCreated, ok.Status, "the key is free: the same key with a body within the limit runs")
+		require.Empty(t, ok.Header.Get("Idempotent-Replayed"))
+		require.Contains(t, ok.Body, strings.Repeat("x", 64), "the handler reads the whole body the middleware read")
+	})
+}
+
+func TestABadPrincipalIsTheServicesFault(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	h := &orders{}
+	srv := serve(t, newMiddleware(t, st, &httpidem.Config{Principal: func(r *http.Request) string { return r.Header.Get("X-Tenant") }}), h)
+	for name, p := range map[string]string{
+		"too long":  strings.Repeat("p", 256-1-httpidem.DefaultMaxKeyBytes+1),
+		"not UTF-8": "\xff",
+	} {
+		a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`, "X-Tenant", p)
+		require.Equal(t, http.StatusInternalServerError, a.Status, name)
+		require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code, name)
+	}
+	longest := strings.Repeat("p", 256-1-httpidem.DefaultMaxKeyBytes)
+	require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey(strings.Repeat("k", httpidem.DefaultMaxKeyBytes)), `{}`, "X-Tenant", longest).Status,
+		"the longest principal and the longest key fit the store's scope together")
+	require.Equal(t, int64(1), h.runs.Load())
+}

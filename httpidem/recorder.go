@@ -1,0 +1,170 @@
+package httpidem
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// recorder is the ResponseWriter the handler writes to. It holds the
+// response back (status and body; headers go to the real writer's map)
+// until the middleware has stored it, so that a client never sees a
+// response whose record a retry would not find. A response that cannot be
+// stored (flushed, hijacked, over MaxResponseBytes, switching protocols)
+// is passed through from then on.
+//
+// Headers the handler sets after WriteHeader (which net/http ignores) go
+// out with the first response, since the real WriteHeader comes later;
+// they are never stored. A recorder is used by the handler's goroutine;
+// like any ResponseWriter it is not safe for concurrent use.
+type recorder struct {
+	w   http.ResponseWriter
+	max int
+
+	status  int         // 0 until the handler sends a final status
+	header  http.Header // the allow-listed headers at that moment
+	body    []byte
+	through bool   // passing through: nothing more is held back
+	unsaved string // why the response cannot be stored; "" while it can
+	allowed map[string]bool
+}
+
+func newRecorder(w http.ResponseWriter, max int, allowed map[string]bool) *recorder {
+	return &recorder{w: w, max: max, allowed: allowed}
+}
+
+// Header returns the real writer's header map: what the handler sets goes
+// out with the first response as it is; the allow-listed part is stored.
+func (r *recorder) Header() http.Header { return r.w.Header() }
+
+// WriteHeader holds the final status back. Informational statuses (1xx
+// but 101) go out at once, as net/http sends them; 101 Switching Protocols
+// ends what can be stored.
+func (r *recorder) WriteHeader(code int) {
+	switch {
+	case r.status != 0:
+		return // superfluous, as net/http ignores it
+	case code == http.StatusSwitchingProtocols:
+		r.status = code
+		r.passThrough("switching protocols")
+		return
+	case code >= 100 && code < 200:
+		r.w.WriteHeader(code)
+		return
+	}
+	r.status = code
+	r.header = make(http.Header, len(r.allowed))
+	for name, vals := range r.w.Header() {
+		if r.allowed[name] {
+			r.header[name] = append([]string(nil), vals...)
+		}
+	}
+	if r.through {
+		r.w.WriteHeader(code)
+	}
+}
+
+// Write holds p back while the body fits MaxResponseBytes; past it the
+// response goes out as it comes and is not stored.
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if !bodyAllowed(r.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if r.through {
+		return r.w.Write(p)
+	}
+	if len(r.body)+len(p) > r.max {
+		r.passThrough("the response is over MaxResponseBytes")
+		return r.w.Write(p)
+	}
+	r.body = append(r.body, p...)
+	return len(p), nil
+}
+
+// FlushError sends what was held back and flushes: a handler that
+// flushes is streaming, and a stream is not stored.
+func (r *recorder) FlushError() error {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	r.passThrough("the handler flushed (a streamed response)")
+	return http.NewResponseController(r.w).Flush()
+}
+
+// Flush is FlushError for callers of http.Flusher.
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+// Hijack hands the connection over; nothing is stored.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	r.unsaved = "the handler hijacked the connection"
+	r.through = true
+	return http.NewResponseController(r.w).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the real writer for what the
+// recorder does not intercept (deadlines, full duplex).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
+
+// passThrough sends what was held back and lets the rest through; the
+// response will not be stored, for reason.
+func (r *recorder) passThrough(reason string) {
+	if r.through {
+		return
+	}
+	r.through = true
+	r.unsaved = reason
+	if r.status != 0 {
+		r.w.WriteHeader(r.status)
+	}
+	if len(r.body) > 0 {
+		_, _ = r.w.Write(r.body) // a failed write to the client is the client's loss
+		r.body = nil
+	}
+}
+
+// end marks the handler's return. A handler that wrote nothing answered
+// 200 with no body, as net/http would. Trailers are not stored, so a
+// response that has some is not stored either.
+func (r *recorder) end() {
+	if r.status == 0 && !r.through {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.unsaved == "" && hasTrailers(r.w.Header()) {
+		r.unsaved = "the response has trailers"
+	}
+}
+
+// hasTrailers reports whether h declares or holds trailers.
+func hasTrailers(h http.Header) bool {
+	if _, ok := h["Trailer"]; ok {
+		return true
+	}
+	for name := range h {
+		if strings.HasPrefix(name, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// finish sends what was held back, once the middleware stored it (or
+// found it cannot be stored).
+func (r *recorder) finish() {
+	if r.through {
+		return
+	}
+	r.through = true
+	r.w.WriteHeader(r.status)
+	if len(r.body) > 0 {
+		_, _ = r.w.Write(r.body) // a failed write to the client is the client's loss
+	}
+}
+
+// bodyAllowed reports whether a response with status may have a body.
+func bodyAllowed(status int) bool {
+	return !(status >= 100 && status < 200) && status != http.StatusNoContent && status != http.StatusNotModified
+}

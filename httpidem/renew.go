@@ -1,0 +1,82 @@
+package httpidem
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// renewal keeps a claim's lease alive while the handler runs. A handler
+// that returns before the first renewal is due costs one timer and no
+// goroutine; once started, renewals never outlive the handler: stop ends
+// them and waits.
+type renewal struct {
+	m      *Middleware
+	ctx    context.Context // the request's, detached from its cancellation
+	cancel context.CancelFunc
+	timer  *time.Timer
+	stopCh chan struct{}
+	done   chan struct{} // closed when the renewals ended, once they started
+
+	// written by the renewals, read by stop after done is closed (or when
+	// they never started).
+	claim store.Claim
+	lost  bool
+}
+
+// startRenewal renews c every RenewEvery until stop. A client that goes
+// away does not stop the renewals: its handler may still be running.
+func (m *Middleware) startRenewal(ctx context.Context, c store.Claim) *renewal {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &renewal{m: m, ctx: rctx, cancel: cancel, claim: c, stopCh: make(chan struct{}), done: make(chan struct{})}
+	r.timer = time.AfterFunc(m.cfg.renewEvery, r.run)
+	return r
+}
+
+// run renews at once, then on every tick, until stop.
+func (r *renewal) run() {
+	defer close(r.done)
+	t := time.NewTicker(r.m.cfg.renewEvery)
+	defer t.Stop()
+	for {
+		// A renewal that takes longer than the interval is no use: the
+		// next one is due.
+		wctx, cancel := context.WithTimeout(r.ctx, r.m.cfg.renewEvery)
+		nc, err := r.m.st.Renew(wctx, r.claim, r.m.cfg.lease)
+		cancel()
+		switch {
+		case err == nil:
+			r.claim = nc
+		case errors.Is(err, store.ErrLeaseLost):
+			r.lost = true
+			r.m.cfg.log.LogAttrs(r.ctx, slog.LevelWarn, "httpidem: lease lost while the handler runs; its response will not be stored",
+				slog.String("scope", r.claim.Scope), slog.Int64("token", r.claim.Token))
+			return
+		case r.ctx.Err() != nil:
+			return // stopped mid-renewal
+		default:
+			r.m.cfg.log.LogAttrs(r.ctx, slog.LevelWarn, "httpidem: lease renewal failed, will retry",
+				slog.String("scope", r.claim.Scope), slog.String("error", err.Error()))
+		}
+		select {
+		case <-r.stopCh:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stop ends the renewals, waits for them, and returns the latest claim and
+// whether the lease was lost.
+func (r *renewal) stop() (store.Claim, bool) {
+	r.cancel()
+	if r.timer.Stop() {
+		return r.claim, r.lost // the renewals never started
+	}
+	close(r.stopCh)
+	<-r.done
+	return r.claim, r.lost
+}

@@ -1,0 +1,192 @@
+package httpidem
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"slices"
+)
+
+// Response is a stored response: what a replay sends. Its encoding is the
+// store.Outcome's Result of a key's record (see Encode).
+type Response struct {
+	Status int
+	// Header holds the allow-listed headers (Config.ReplayHeaders) only.
+	Header http.Header
+	Body   []byte
+}
+
+// Write sends r to w: its headers (replacing any of the same name), its
+// status and its body. A handler that stored r with CommitTx sends it so.
+func (r Response) Write(w http.ResponseWriter) error {
+	h := w.Header()
+	for name, vals := range r.Header {
+		h[textproto.CanonicalMIMEHeaderKey(name)] = append([]string(nil), vals...)
+	}
+	w.WriteHeader(r.Status)
+	if len(r.Body) == 0 {
+		return nil
+	}
+	_, err := w.Write(r.Body)
+	return err
+}
+
+// responseVersion is the first byte of every encoded Response. A decoder
+// refuses any other, so a future encoding gets a new version and old
+// records stay readable by the code that wrote them.
+const responseVersion = 1
+
+// maxHeaderCount bounds the headers a stored response may carry, so a
+// corrupt record cannot make the decoder allocate without bound.
+const maxHeaderCount = 1 << 12
+
+// EncodingError says why bytes are not an encoded Response: a record
+// corrupted, or written by another program into the key's scope.
+type EncodingError struct {
+	Problem string
+	Offset  int // byte offset where it was found
+}
+
+func (e *EncodingError) Error() string {
+	return fmt.Sprintf("httpidem: stored response: %s at byte %d", e.Problem, e.Offset)
+}
+
+// Encode returns the stored form of r: a small versioned binary envelope.
+//
+//	version   1 byte, 1
+//	status    2 bytes, big-endian
+//	count     uvarint, the number of header lines
+//	per line  uvarint length + canonical name, uvarint length + value
+//	body      the rest, byte for byte
+//
+// Header names are written in canonical form, sorted, each value a line of
+// its own in the order of r.Header, so one response always has one
+// encoding. The body is last, so a replay takes it from the stored bytes
+// without copying. Operators may Encode a response by hand to settle a
+// stuck request (store.Inspector.ResolveStore).
+func (r Response) Encode() ([]byte, error) {
+	if r.Status < 100 || r.Status > 999 {
+		return nil, &EncodingError{Problem: fmt.Sprintf("status %d is not a three-digit code", r.Status), Offset: 1}
+	}
+	names := make([]string, 0, len(r.Header))
+	size := 1 + 2 + binary.MaxVarintLen64 + len(r.Body)
+	lines := 0
+	for name, vals := range r.Header {
+		names = append(names, name)
+		for _, v := range vals {
+			size += 2*binary.MaxVarintLen64 + len(name) + len(v)
+			lines++
+		}
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, size)
+	b = append(b, responseVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(r.Status))
+	b = binary.AppendUvarint(b, uint64(lines))
+	for _, name := range names {
+		cn := textproto.CanonicalMIMEHeaderKey(name)
+		for _, v := range r.Header[name] {
+			b = binary.AppendUvarint(b, uint64(len(cn)))
+			b = append(b, cn...)
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return append(b, r.Body...), nil
+}
+
+// DecodeResponse decodes what Encode wrote. The returned Body shares b's
+// memory; do not modify it (a store may hand out its stored bytes).
+func DecodeResponse(b []byte) (Response, error) {
+	var r Response
+	err := decodeResponse(b, func(status int) { r.Status = status }, func(name, value string) {
+		if r.Header == nil {
+			r.Header = make(http.Header)
+		}
+		r.Header[name] = append(r.Header[name], value)
+	}, func(body []byte) { r.Body = body })
+	if err != nil {
+		return Response{}, err
+	}
+	return r, nil
+}
+
+// decodeResponse walks an encoded response, handing its parts to the
+// callbacks, so a replay writes headers straight into the ResponseWriter.
+// The whole envelope is checked before the first callback runs: a corrupt
+// record never leaves half its headers behind.
+func decodeResponse(b []byte, status func(int), header func(name, value string), body func([]byte)) error {
+	if len(b) < 3 {
+		return &EncodingError{Problem: "shorter than its fixed fields", Offset: len(b)}
+	}
+	if b[0] != responseVersion {
+		return &EncodingError{Problem: fmt.Sprintf("unknown version %d", b[0]), Offset: 0}
+	}
+	code := int(binary.BigEndian.Uint16(b[1:3]))
+	if code < 100 || code > 999 {
+		return &EncodingError{Problem: fmt.Sprintf("status %d is not a three-digit code", code), Offset: 1}
+	}
+	lines, end, err := checkHeaders(b, 3)
+	if err != nil {
+		return err
+	}
+	status(code)
+	pos := 3
+	_, n := binary.Uvarint(b[pos:])
+	pos += n
+	for range lines {
+		name, next := field(b, pos)
+		value, next := field(b, next)
+		header(string(name), string(value))
+		pos = next
+	}
+	body(b[end:])
+	return nil
+}
+
+// checkHeaders checks the header lines starting at pos and returns their
+// count and where the body starts.
+func checkHeaders(b []byte, pos int) (lines uint64, end int, err error) {
+	lines, n := binary.Uvarint(b[pos:])
+	if n <= 0 || lines > maxHeaderCount {
+		return 0, 0, &EncodingError{Problem: "bad header count", Offset: pos}
+	}
+	pos += n
+	for range lines {
+		for part := range 2 {
+			l, n := binary.Uvarint(b[pos:])
+			if n <= 0 || l > uint64(len(b)-pos-n) {
+				return 0, 0, &EncodingError{Problem: "a header line runs past the end", Offset: pos}
+			}
+			v := b[pos+n : pos+n+int(l)]
+			if part == 0 && !isToken(v) {
+				return 0, 0, &EncodingError{Problem: "a header name is not a token", Offset: pos + n}
+			}
+			if part == 1 && !validHeaderValue(v) {
+				return 0, 0, &EncodingError{Problem: "a header value holds a control character", Offset: pos + n}
+			}
+			pos += n + int(l)
+		}
+	}
+	return lines, pos, nil
+}
+
+// validHeaderValue refuses the bytes that would break a header line:
+// control characters other than horizontal tab (RFC 9110, section 5.5).
+func validHeaderValue(v []byte) bool {
+	for _, c := range v {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// field returns the length-prefixed field at pos, checked by checkHeaders,
+// and the position after it.
+func field(b []byte, pos int) ([]byte, int) {
+	l, n := binary.Uvarint(b[pos:])
+	start := pos + n
+	return b[start : start+int(l)], start + int(l)
+}

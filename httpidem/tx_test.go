@@ -1,0 +1,247 @@
+package httpidem_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/httpidem"
+	"github.com/idemstore/idemstore/store"
+)
+
+// txOrders is a handler whose side effect is a row in the store's own
+// database: it inserts the order and stores its response in one
+// transaction (CommitTx), or lets hooks fail it on the way.
+type txOrders struct {
+	b *backend
+	// beforeStore runs after the insert, before the response is stored; an
+	// error ends the request with 500 (the transaction rolls back).
+	beforeStore func(ctx context.Context) error
+	// commitItself stores with CompleteTx and commits (or, with
+	// rollBack, rolls back) itself.
+	commitItself, rollBack bool
+	// sendStatus, when set, is sent instead of the status stored.
+	sendStatus int
+}
+
+func createOrdersTable(t *testing.T, b *backend) {
+	t.Helper()
+	_, err := b.pool.Exec(testContext(t), "CREATE TABLE "+pgx.Identifier{b.schema, "orders"}.Sanitize()+
+		" (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)")
+	require.NoError(t, err)
+}
+
+func (b *backend) orderCount(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(testContext(t), "SELECT count(*) FROM "+pgx.Identifier{b.schema, "orders"}.Sanitize()).Scan(&n))
+	return n
+}
+
+func (o *txOrders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if err := o.place(ctx, w, r); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (o *txOrders) place(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	var in struct{ Item string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		return err
+	}
+	tx, err := o.b.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var id int64
+	if err := tx.QueryRow(ctx, "INSERT INTO "+pgx.Identifier{o.b.schema, "orders"}.Sanitize()+" (item) VALUES ($1) RETURNING id", in.Item).Scan(&id); err != nil {
+		return err
+	}
+	if o.beforeStore != nil {
+		if err := o.beforeStore(ctx); err != nil {
+			return err
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"order_id": id, "item": in.Item})
+	resp := httpidem.Response{Status: http.StatusCreated, Header: http.Header{
+		"Content-Type": {"application/json"},
+		"Location":     {"/orders/" + strconv.FormatInt(id, 10)},
+		"X-Trace":      {"not stored"},
+	}, Body: body}
+	if o.commitItself {
+		if err := httpidem.CompleteTx(ctx, tx, o.b.pg, resp); err != nil {
+			return err
+		}
+		if o.rollBack {
+			if err := tx.Rollback(ctx); err != nil {
+				return err
+			}
+		} else if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+	} else if err := httpidem.CommitTx(ctx, tx, o.b.pg, resp); err != nil {
+		return err
+	}
+	if o.sendStatus != 0 {
+		resp.Status = o.sendStatus
+	}
+	return resp.Write(w)
+}
+
+func TestATransactionalHandlerStoresItsResponseWithItsWrite(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	srv := serve(t, newMiddleware(t, b.st, nil), &txOrders{b: b})
+
+	first := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, http.StatusCreated, first.Status, first.Body)
+	require.Equal(t, "not stored", first.Header.Get("X-Trace"), "the first response is what the handler wrote")
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, first.Body, again.Body)
+	require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"))
+	require.Empty(t, again.Header.Get("X-Trace"), "cut to the allow-list")
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, 1, b.orderCount(t))
+
+	rec, found := b.record(t, "", "k")
+	require.True(t, found)
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	require.Equal(t, 1, rec.Attempts)
+}
+
+func TestATransactionThatFailsBeforeItsCommitLeavesNothingAndRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	fail := true
+	var mu sync.Mutex
+	h := &txOrders{b: b, beforeStore: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			fail = false
+			return errors.New("payment service down")
+		}
+		return nil
+	}}
+	srv := serve(t, newMiddleware(t, b.st, nil), h)
+	require.Equal(t, http.StatusInternalServerError, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`).Status)
+	require.Zero(t, b.orderCount(t), "the insert rolled back")
+
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, http.StatusCreated, again.Status)
+	require.Empty(t, again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, 1, b.orderCount(t))
+}
+
+func TestAHandlerThatCommitsItselfIsReadBack(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+
+	committed := serve(t, newMiddleware(t, b.st, nil), &txOrders{b: b, commitItself: true})
+	first := send(t, committed, http.MethodPost, "/orders", sfKey("k1"), `{"item":"book"}`)
+	require.Equal(t, http.StatusCreated, first.Status, first.Body)
+	again := send(t, committed, http.MethodPost, "/orders", sfKey("k1"), `{"item":"book"}`)
+	require.Equal(t, first.Body, again.Body)
+	require.Equal(t, 1, b.orderCount(t))
+
+	rolledBack := serve(t, newMiddleware(t, b.st, nil), &txOrders{b: b, commitItself: true, rollBack: true})
+	a := send(t, rolledBack, http.MethodPost, "/orders", sfKey("k2"), `{"item":"pen"}`)
+	require.Equal(t, http.StatusCreated, a.Status, "the handler (wrongly) sent 201 for a rolled-back write")
+	rec, found := b.record(t, "", "k2")
+	require.True(t, found)
+	require.Equal(t, store.StatusReleased, rec.Status, "the read-back found nothing stored: the claim is released, not completed with what was sent")
+	require.Equal(t, 1, b.orderCount(t))
+}
+
+func TestAStaleHandlerCannotCommitOverATakeover(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	// The handler's claim is taken over (an operator releases it; a lease
+	// ending is the same to the fencing token) before it stores: its
+	// CompleteTx is refused, so its insert rolls back.
+	h := &txOrders{b: b}
+	h.beforeStore = func(ctx context.Context) error {
+		info, _ := httpidem.RequestInfoFrom(ctx)
+		_, err := b.pg.ResolveRelease(ctx, info.Scope, info.Entry.Key, info.Claim.Token, "test: taken away")
+		return err
+	}
+	srv := serve(t, newMiddleware(t, b.st, nil), h)
+	a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.Contains(t, a.Body, "lease lost")
+	require.Zero(t, b.orderCount(t))
+}
+
+func TestTxHelpersOutsideAnIdempotentRequestOnlyCommit(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	srv := serve(t, newMiddleware(t, b.st, &httpidem.Config{AllowMissingKey: true}), &txOrders{b: b})
+	for range 2 {
+		require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", "", `{"item":"book"}`).Status)
+	}
+	require.Equal(t, 2, b.orderCount(t), "no key: every request runs and commits")
+}
+
+func TestTxHelpersRefuseAResponseTheConfigDoesNotStore(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	errs := make(chan error, 1)
+	srv := serve(t, newMiddleware(t, b.st, nil), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tx, err := b.pool.Begin(r.Context())
+		if err != nil {
+			errs <- err
+			return
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(r.Context())) }()
+		errs <- httpidem.CommitTx(r.Context(), tx, b.pg, httpidem.Response{Status: http.StatusBadGateway})
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	require.Equal(t, http.StatusBadGateway, send(t, srv, http.MethodPost, "/x", sfKey("k"), `{}`).Status)
+	require.ErrorIs(t, <-errs, httpidem.ErrNotStorable)
+}
+
+func TestAHandlerThatSendsAnotherResponseThanItStoredIsLogged(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	var logs syncBuffer
+	m := newMiddleware(t, b.st, &httpidem.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	srv := serve(t, m, &txOrders{b: b, sendStatus: http.StatusOK})
+	require.Equal(t, http.StatusOK, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`).Status)
+	require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`).Status, "retries get what was stored")
+	require.Contains(t, logs.String(), "stored one response and sent another")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on server goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
