@@ -14,7 +14,7 @@ package pgstore
 // {in_scope} is empty, or limits the listing to scope $4 (a primary-key
 // range). The page starts after the cursor ($5 updated_at, $4 scope, $6
 // key), in the order of ORDER BY: the first page passes -infinity, and, over
-// every scope, ” as the scope. $4 is thus the scope of the listing or of
+// every scope, the empty string as the scope. $4 is thus the scope of the listing or of
 // the cursor, which are the same whenever a scope is given (AttentionQuery.
 // Check refuses a cursor of another scope). Scopes compare byte by byte
 // (COLLATE "C"), as keys do and as the in-memory store orders them, so the
