@@ -48,7 +48,7 @@ func printCountRows(tw *tabwriter.Writer, c pgstore.Counts) {
 	fmt.Fprintf(tw, "completed\t%d\tstored outcomes, replayed\n", c.Completed)
 	fmt.Fprintf(tw, "released\t%d\tfailed calls, run again by the next caller\n", c.Released)
 	fmt.Fprintf(tw, "expired\t%d\trecords of expired scopes, for cleanup\n", c.Expired)
-	fmt.Fprintf(tw, "total\t%d\t\n", c.Records())
+	fmt.Fprintf(tw, "total\t%d\n", c.Records())
 }
 
 // cleanupJSON is what cleanup prints with -json.

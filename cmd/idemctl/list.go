@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/idemstore/idemstore/store"
 )
@@ -69,8 +70,37 @@ func list(ctx context.Context, e env) error {
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(e.stdout, "more: %s listed; the next page: idemctl list -after %s (with the same -scope, -stuck-after and -failing-attempts)\n",
-			strconv.Itoa(len(found)), next)
+		fmt.Fprintf(e.stdout, "next page: %s\n", nextCommand(cfg, next))
 	}
 	return nil
+}
+
+// nextCommand is the command line that lists the page after cursor with
+// the same query, ready to paste into a shell.
+func nextCommand(cfg config, cursor string) string {
+	var b strings.Builder
+	b.WriteString("idemctl list")
+	for _, f := range []struct {
+		name, value string
+	}{
+		{"scope", cfg.scope},
+		{"stuck-after", cfg.stuckAfter.String()},
+		{"failing-attempts", strconv.FormatInt(cfg.failingAttempts, 10)},
+		{"limit", strconv.FormatInt(cfg.limit, 10)},
+	} {
+		if cfg.set[f.name] {
+			b.WriteString(" -" + f.name + " " + shellQuote(f.value))
+		}
+	}
+	b.WriteString(" -after " + cursor)
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell unless it is made of characters
+// no shell treats specially.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

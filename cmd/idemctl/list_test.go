@@ -88,9 +88,10 @@ func TestListPagesWithTheCursor(t *testing.T) {
 	require.Len(t, all.Records, 7)
 	require.Empty(t, all.Next)
 
-	r := f.ctl("list", "-limit", "3")
+	r := f.ctl("list", "-limit", "3", "-stuck-after", "1h")
 	requireOK(t, r)
-	require.Contains(t, r.stdout, "more: 3 listed; the next page: idemctl list -after a1.")
+	require.Regexp(t, `\nnext page: idemctl list -stuck-after 1h0m0s -limit 3 -after a1\.\S+\n$`, r.stdout)
+	require.Equal(t, "'it'\\''s a run'", shellQuote("it's a run"), "a scope is quoted for the shell")
 
 	r = f.ctl("list", "-after", "not-a-cursor")
 	requireOneLineFailure(t, r, exitUsage, `"not-a-cursor" is not a listing's cursor`)
