@@ -52,7 +52,9 @@ func entry(id string) store.Entry {
 	return store.Entry{Key: keyhash.IDKey(id), Fingerprint: keyhash.Fingerprint("send_mail", []byte(`{}`)), Tool: "send_mail"}
 }
 
-func success(s string) store.Outcome { return store.Outcome{Kind: store.KindSuccess, Result: []byte(s)} }
+func success(s string) store.Outcome {
+	return store.Outcome{Kind: store.KindSuccess, Result: []byte(s)}
+}
 
 // claim claims id in scope with a lease of an hour: a live holder.
 func (f *fixture) claim(scope, id string) store.Claim {

@@ -61,7 +61,9 @@ type buildError struct {
 	err      error
 }
 
-func (e *buildError) Error() string { return "go build ./cmd/" + e.cmd + ": " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "go build ./cmd/" + e.cmd + ": " + e.err.Error() + "\n" + e.out
+}
 
 func buildCmd(cmd string) *exec.Cmd {
 	c := exec.Command("go", "build", "-o", filepath.Join(tools.dir, cmd+"-bin"), "./cmd/"+cmd)
