@@ -190,7 +190,7 @@ const cursorVersion = "a1"
 
 // maxCursorBytes bounds a cursor before it is parsed: the version, the time,
 // a key and a scope of up to 4 KiB (far beyond any scope limit).
-const maxCursorBytes = 64 + 2*len(keyhash.Sum{}) + 4<<10*4/3
+const maxCursorBytes = 64 + 2*len(keyhash.Sum{}) + (4<<10)*4/3
 
 // String encodes c as "a1.<unix ns>.<key hex>.<scope base64url>": printable,
 // without spaces or shell metacharacters, exact to the nanosecond.
