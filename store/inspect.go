@@ -1,9 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 )
 
@@ -15,7 +21,12 @@ type Inspector interface {
 	// ListAttention returns up to q.Limit live records that need attention
 	// (see Problem), the longest unchanged first, of q.Scope or of every
 	// scope. Records of expired scopes are not listed: they are never
-	// replayed and cleanup removes them.
+	// replayed and cleanup removes them. A page shorter than q.Limit is the
+	// last; the next page starts after the last record listed: set q.After
+	// to its Cursor. The order is by Record.UpdatedAt, then Scope and Key
+	// byte by byte (AttentionCursor.Precedes), so paging through an unchanging
+	// set lists every record once; a record that changes while an operator
+	// pages moves to the end (its UpdatedAt is new) and may be listed again.
 	ListAttention(ctx context.Context, q AttentionQuery) ([]Attention, error)
 
 	// ResolveStore stores out as the outcome of a pending or released record,
@@ -99,6 +110,11 @@ type AttentionQuery struct {
 	// Limit bounds how many records are returned. Defaults to
 	// DefaultAttentionLimit; at most MaxAttentionLimit.
 	Limit int
+	// After continues a listing: the Cursor of the last record of the
+	// previous page (empty: from the start). It is opaque, safe to print
+	// and to pass on a command line; a cursor of another scope than Scope
+	// is refused.
+	After string
 }
 
 // WithDefaults returns q with every zero field set to its default.
@@ -131,13 +147,103 @@ func (q AttentionQuery) Check(l Limits) error {
 		return &LimitError{Limit: "MaxAttentionLimit", Value: q.Limit, Max: MaxAttentionLimit}
 	}
 	if q.Scope != "" {
-		return l.CheckScope(q.Scope)
+		if err := l.CheckScope(q.Scope); err != nil {
+			return err
+		}
 	}
-	return nil
+	c, ok, err := ParseAttentionCursor(q.After)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return nil
+	case q.Scope != "" && c.Scope != q.Scope:
+		return &InputError{Field: "after", Problem: "a cursor of scope " + contract.Quote(c.Scope) + ", not of " + contract.Quote(q.Scope)}
+	}
+	return l.CheckScope(c.Scope)
 }
 
 // Attention is one record that needs attention, and why.
 type Attention struct {
 	Problem Problem
 	Record  Record
+}
+
+// Cursor returns the position of a in its listing, for AttentionQuery.After:
+// the next page starts with the record after it.
+func (a Attention) Cursor() string {
+	return AttentionCursor{UpdatedAt: a.Record.UpdatedAt, Scope: a.Record.Scope, Key: a.Record.Key}.String()
+}
+
+// AttentionCursor is a position in ListAttention's order: the last change
+// of a record, its scope and its key. Stores use it to continue a listing;
+// operators see only its String form (Attention.Cursor).
+type AttentionCursor struct {
+	UpdatedAt time.Time
+	Scope     string
+	Key       keyhash.Sum
+}
+
+// cursorVersion starts every cursor, so that its form can change without an
+// old cursor being misread.
+const cursorVersion = "a1"
+
+// maxCursorBytes bounds a cursor before it is parsed: the version, the time,
+// a key and a scope of up to 4 KiB (far beyond any scope limit).
+const maxCursorBytes = 64 + 2*len(keyhash.Sum{}) + (4<<10)*4/3
+
+// String encodes c as "a1.<unix ns>.<key hex>.<scope base64url>": printable,
+// without spaces or shell metacharacters, exact to the nanosecond.
+func (c AttentionCursor) String() string {
+	return cursorVersion + "." + strconv.FormatInt(c.UpdatedAt.UnixNano(), 10) + "." +
+		c.Key.String() + "." + base64.RawURLEncoding.EncodeToString([]byte(c.Scope))
+}
+
+// Precedes reports whether c comes before rec in ListAttention's order: by
+// UpdatedAt, then Scope, then Key, the last two compared byte by byte. The
+// page after c lists only records that c precedes.
+func (c AttentionCursor) Precedes(rec Record) bool {
+	if d := c.UpdatedAt.Compare(rec.UpdatedAt); d != 0 {
+		return d < 0
+	}
+	if d := strings.Compare(c.Scope, rec.Scope); d != 0 {
+		return d < 0
+	}
+	return bytes.Compare(c.Key[:], rec.Key[:]) < 0
+}
+
+// ParseAttentionCursor reads a cursor made by Attention.Cursor; ok is false
+// for the empty string (no cursor: the first page). A cursor that was not
+// made by Attention.Cursor is refused with an *InputError that quotes a
+// bounded prefix of it.
+func ParseAttentionCursor(s string) (c AttentionCursor, ok bool, err error) {
+	if s == "" {
+		return c, false, nil
+	}
+	bad := func(problem string) (AttentionCursor, bool, error) {
+		return AttentionCursor{}, false, &InputError{Field: "after", Problem: contract.Quote(s) + " is not a listing's cursor: " + problem}
+	}
+	if len(s) > maxCursorBytes {
+		return bad("too long")
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 || parts[0] != cursorVersion {
+		return bad("want " + cursorVersion + ".TIME.KEY.SCOPE, as Attention.Cursor prints it")
+	}
+	ns, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return bad("bad time")
+	}
+	key, err := hex.DecodeString(parts[2])
+	if err != nil || len(key) != len(c.Key) {
+		return bad("bad key")
+	}
+	scope, err := base64.RawURLEncoding.DecodeString(parts[3])
+	if err != nil || len(scope) == 0 {
+		return bad("bad scope")
+	}
+	c.UpdatedAt = time.Unix(0, ns)
+	copy(c.Key[:], key)
+	c.Scope = string(scope)
+	return c, true, nil
 }

@@ -13,9 +13,9 @@ import (
 var _ store.Inspector = (*Store)(nil)
 
 // ListAttention returns up to q.Limit live records that need an operator's
-// attention (see store.Problem), the longest unchanged first. It walks the
-// records of one scope, or of every scope one shard at a time under the
-// shard's read lock.
+// attention (see store.Problem), the longest unchanged first, after
+// q.After when set. It walks the records of one scope, or of every scope one
+// shard at a time under the shard's read lock.
 func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
 	if err := ctxDone(ctx, "list attention"); err != nil {
 		return nil, err
@@ -24,12 +24,16 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 	if err := q.Check(s.limits); err != nil {
 		return nil, err
 	}
+	after, paging, err := store.ParseAttentionCursor(q.After)
+	if err != nil {
+		return nil, err
+	}
 	var found []store.Attention
 	if q.Scope != "" {
-		found = s.attentionIn(s.shardFor(q.Scope), q, found)
+		found = s.attentionIn(s.shardFor(q.Scope), q, after, paging, found)
 	} else {
 		for i := range s.shards {
-			found = s.attentionIn(&s.shards[i], q, found)
+			found = s.attentionIn(&s.shards[i], q, after, paging, found)
 			if err := ctxDone(ctx, "list attention"); err != nil {
 				return nil, err
 			}
@@ -47,16 +51,22 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 }
 
 // attentionIn appends to found the records of sh (of q.Scope only, if set)
-// that need attention.
-func (s *Store) attentionIn(sh *shard, q store.AttentionQuery, found []store.Attention) []store.Attention {
+// that need attention and, when paging, come after the cursor after.
+func (s *Store) attentionIn(sh *shard, q store.AttentionQuery, after store.AttentionCursor, paging bool, found []store.Attention) []store.Attention {
 	now := s.clock.Now()
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	visit := func(sc *scope) {
 		for _, e := range sc.records {
-			if p, ok := problemOf(e, sc, now, q); ok {
-				found = append(found, store.Attention{Problem: p, Record: s.out(e, sc)})
+			p, ok := problemOf(e, sc, now, q)
+			if !ok {
+				continue
 			}
+			rec := s.out(e, sc)
+			if paging && !after.Precedes(rec) {
+				continue
+			}
+			found = append(found, store.Attention{Problem: p, Record: rec})
 		}
 	}
 	if q.Scope != "" {

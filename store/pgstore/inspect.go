@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/keyhash"
@@ -13,10 +14,11 @@ import (
 var _ store.Inspector = (*Store)(nil)
 
 // ListAttention returns up to q.Limit live records that need an operator's
-// attention (see store.Problem), the longest unchanged first; one statement
-// (attentionSQL). With q.Scope it reads that scope's records through the
-// primary key; without, it scans the table, which is fine for an
-// operator's occasional look (docs/operations.md has the same query in SQL).
+// attention (see store.Problem), the longest unchanged first, after q.After
+// when set; one statement (attentionSQL). With q.Scope it reads that scope's
+// records through the primary key; without, it scans the table, which is
+// fine for an operator's occasional look (docs/operations.md has the same
+// query in SQL).
 func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return nil, err
@@ -25,12 +27,22 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 	if err := q.Check(s.limits); err != nil {
 		return nil, err
 	}
-	sql, args := s.sql.attention, []any{micros(q.StuckAfter), q.FailingAttempts, q.Limit}
+	after, paging, err := store.ParseAttentionCursor(q.After)
+	if err != nil {
+		return nil, err
+	}
+	// The first page starts after -infinity and, over every scope, after
+	// the empty scope; a cursor's scope is q.Scope when one is given.
+	since := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	if paging {
+		since = pgtype.Timestamptz{Time: after.UpdatedAt, Valid: true}
+	}
+	sql, args := s.sql.attention, []any{micros(q.StuckAfter), q.FailingAttempts, q.Limit, after.Scope, since, after.Key[:]}
 	if q.Scope != "" {
-		sql, args = s.sql.attentionInScope, append(args, q.Scope)
+		sql, args[3] = s.sql.attentionInScope, q.Scope
 	}
 	var list []store.Attention
-	err := s.do(ctx, "list attention", rerunAlways, func(conn *pgxpool.Conn) error {
+	err = s.do(ctx, "list attention", rerunAlways, func(conn *pgxpool.Conn) error {
 		list = list[:0]
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {

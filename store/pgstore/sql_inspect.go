@@ -5,14 +5,23 @@ package pgstore
 // primary key (a scope's records), because an index on status or times
 // would tax every claim and completion (see docs/operations.md).
 
-// attentionSQL lists live records that need attention, oldest change first.
-// problem: 1 = outcome unknown (pending, lease ended, scope live), 2 = stuck
-// (pending, lease live, claimed at least $1 µs ago; rows from before
-// migration 3 have no claimed_at and use created_at), 3 = failing (released
-// with at least $2 attempts, scope live). {in_scope} is empty, or limits the
-// listing to scope $4 (a primary-key range).
+// attentionSQL lists live records that need attention, oldest change first,
+// a page at a time. problem: 1 = outcome unknown (pending, lease ended, scope
+// live), 2 = stuck (pending, lease live, claimed at least $1 µs ago; rows
+// from before migration 3 have no claimed_at and use created_at), 3 =
+// failing (released with at least $2 attempts, scope live).
 //
-// Parameters: $1 stuck after (µs), $2 failing attempts, $3 limit, [$4 scope].
+// {in_scope} is empty, or limits the listing to scope $4 (a primary-key
+// range). The page starts after the cursor ($5 updated_at, $4 scope, $6
+// key), in the order of ORDER BY: the first page passes -infinity, and, over
+// every scope, the empty string as the scope. $4 is thus the scope of the listing or of
+// the cursor, which are the same whenever a scope is given (AttentionQuery.
+// Check refuses a cursor of another scope). Scopes compare byte by byte
+// (COLLATE "C"), as keys do and as the in-memory store orders them, so the
+// order does not depend on the database's collation.
+//
+// Parameters: $1 stuck after (µs), $2 failing attempts, $3 limit, $4 scope,
+// $5 cursor's updated_at, $6 cursor's key.
 const attentionSQL = `SELECT scope,
 	(CASE WHEN status = 3 THEN 3 WHEN lease_until > now() THEN 2 ELSE 1 END)::smallint AS problem,
 	key, ` + recordColumns + `
@@ -22,7 +31,8 @@ WHERE {in_scope} (
 		AND COALESCE(claimed_at, created_at) <= now() - $1::bigint * interval '1 microsecond')
 	OR (status = 1 AND lease_until <= now() AND expires_at > now())
 	OR (status = 3 AND attempts >= $2 AND expires_at > now()))
-ORDER BY updated_at, scope, key
+  AND (updated_at, scope COLLATE "C", key) > ($5::timestamptz, $4::text COLLATE "C", $6::bytea)
+ORDER BY updated_at, scope COLLATE "C", key
 LIMIT $3`
 
 // resolveStoreSQL stores an operator's outcome in a pending or released

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +223,88 @@ func testInspectorResolveReleaseLetsTheNextCallerRun(t *testing.T, b Bundle) {
 	b.Advance(pastShort)
 	_, err = ins.ResolveRelease(ctx, "short", dead.Key, dc.Token, "too late")
 	require.ErrorIs(t, err, store.ErrNotFound, "an expired scope's records are gone for good")
+}
+
+// An operator pages through a long listing with cursors: every record that
+// needs attention comes exactly once, in the listing's order, whatever the
+// page size, over every scope and within one; a cursor of another scope,
+// or one that no listing made, is refused with a typed error.
+func testInspectorPagesThroughManyRecordsWithACursor(t *testing.T, b Bundle) {
+	ctx := testContext(t)
+	s, ins := inspector(t, b)
+	scopes := []string{"run-a", "run-b", "run-c"}
+	want := map[string]map[keyhash.Sum]bool{}
+	for _, sc := range scopes {
+		want[sc] = map[keyhash.Sum]bool{}
+		for i := range 9 {
+			e := call(fmt.Sprintf("%s-%d", sc, i), `{}`)
+			if i%3 == 0 { // a call that keeps failing
+				for range 3 {
+					c := claim(ctx, t, s, sc, e, longLease, noOpts)
+					require.NoError(t, s.Release(ctx, c, "503"))
+				}
+			} else { // a claim whose holder died
+				claim(ctx, t, s, sc, e, shortLease, noOpts)
+			}
+			want[sc][e.Key] = true
+		}
+		put(ctx, t, s, sc, call(sc+"-done", `{}`), success("x"), noOpts)
+	}
+	b.Advance(pastShort)
+
+	all, err := ins.ListAttention(ctx, store.AttentionQuery{})
+	require.NoError(t, err)
+	require.Len(t, all, 27, "one listing holds them all")
+
+	for _, limit := range []int{1, 4, 26, 27, 100} {
+		pages := pageThrough(ctx, t, ins, store.AttentionQuery{Limit: limit})
+		require.Equal(t, all, pages, "limit %d: the pages together are the one listing", limit)
+	}
+	for _, sc := range scopes {
+		got := pageThrough(ctx, t, ins, store.AttentionQuery{Scope: sc, Limit: 2})
+		keys := map[keyhash.Sum]bool{}
+		for _, a := range got {
+			require.Equal(t, sc, a.Record.Scope)
+			require.False(t, keys[a.Record.Key], "listed twice")
+			keys[a.Record.Key] = true
+		}
+		require.Equal(t, want[sc], keys, "scope %s", sc)
+	}
+
+	_, err = ins.ListAttention(ctx, store.AttentionQuery{Scope: "run-b", After: all[0].Cursor()})
+	if all[0].Record.Scope != "run-b" {
+		require.ErrorIs(t, err, store.ErrInvalidInput, "a cursor of another scope")
+	}
+	for _, bad := range []string{"x", "a1.1.2.3", "a1.x." + all[0].Record.Key.String() + ".cnVu",
+		"a1.1." + all[0].Record.Key.String() + ".", "a1.1.00." + "cnVu", strings.Repeat("a", 1<<20)} {
+		_, err := ins.ListAttention(ctx, store.AttentionQuery{After: bad})
+		require.ErrorIs(t, err, store.ErrInvalidInput, "%.40q", bad)
+		require.Less(t, len(err.Error()), 500, "a bad cursor is quoted as a bounded prefix")
+	}
+}
+
+// pageThrough lists q page by page, checking that each page is in order and
+// comes after the one before, until a page shorter than the limit.
+func pageThrough(ctx context.Context, t *testing.T, ins store.Inspector, q store.AttentionQuery) []store.Attention {
+	t.Helper()
+	var got []store.Attention
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 1000, "the listing does not end")
+		page, err := ins.ListAttention(ctx, q)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page), q.Limit)
+		for _, a := range page {
+			if q.After != "" {
+				c, ok, err := store.ParseAttentionCursor(q.After)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.True(t, c.Precedes(a.Record), "each record comes after the one before")
+			}
+			got = append(got, a)
+			q.After = a.Cursor()
+		}
+		if len(page) < q.Limit {
+			return got
+		}
+	}
 }

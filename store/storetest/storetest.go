@@ -109,6 +109,7 @@ var guarantees = []guarantee{
 	{"InspectorListsRecordsNeedingAttention", testInspectorListsRecordsNeedingAttention},
 	{"InspectorResolveStoreFencesTheHolder", testInspectorResolveStoreFencesTheHolder},
 	{"InspectorResolveReleaseLetsTheNextCallerRun", testInspectorResolveReleaseLetsTheNextCallerRun},
+	{"InspectorPagesThroughManyRecordsWithACursor", testInspectorPagesThroughManyRecordsWithACursor},
 }
 
 // Run runs every conformance subtest, each against the Bundle newBundle

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// accesses are -access's values.
+var accesses = map[string]pgstore.Access{
+	pgstore.AccessCalls.String():   pgstore.AccessCalls,
+	pgstore.AccessInspect.String(): pgstore.AccessInspect,
+	pgstore.AccessResolve.String(): pgstore.AccessResolve,
+}
+
+// ready checks that the connected role holds every privilege -access needs
+// on the schema and that the schema is migrated (pgstore.CheckPrivileges):
+// for a readiness probe or a deploy step, with the role whose grants it
+// checks. It fails (exit status 1) with the GRANT statements that are
+// missing.
+func ready(ctx context.Context, e env) error {
+	a, ok := accesses[e.cfg.access]
+	if !ok {
+		return usagef("invalid -access %s: want calls, inspect or resolve", contract.Quote(e.cfg.access))
+	}
+	if err := pgstore.CheckPrivileges(ctx, e.db.pool, e.cfg.schema, a); err != nil {
+		return err
+	}
+	var role string
+	if err := e.db.pool.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "ready: role %s has every privilege %s needs on schema %s, which is migrated\n",
+		cell(role, 100), a, e.cfg.schema)
+	return err
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
+func TestBadCommandLinesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no command":         {[]string{}, "no command"},
+		"unknown command":    {[]string{"resolve"}, `unknown command "resolve"`},
+		"two commands":       {[]string{"list", "counts"}, `unexpected argument "counts" after list`},
+		"unknown flag":       {[]string{"-frobnicate", "list"}, `unknown flag "-frobnicate"`},
+		"flag of another":    {[]string{"counts", "-note", "x"}, "-note is not a flag of counts"},
+		"bad duration":       {[]string{"list", "-stuck-after", "soon"}, `invalid -stuck-after "soon"`},
+		"zero timeout":       {[]string{"-timeout", "0s", "list"}, `invalid -timeout "0s"`},
+		"negative limit":     {[]string{"list", "-limit", "-1"}, `invalid -limit "-1"`},
+		"token not a number": {[]string{"release", "-token", "x"}, `invalid -token "x"`},
+		"missing scope":      {[]string{"key", "-tool", "send_mail"}, "key needs -scope"},
+		"-yes elsewhere":     {[]string{"list", "-yes"}, "-yes is not a flag of list"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			requireUsage(t, runCtl(tc.args...), tc.want)
+		})
+	}
+}
+
+func TestNoDatabaseURLAndAMalformedOneAreUsageErrors(t *testing.T) {
+	// Not parallel: it clears DATABASE_URL for the whole process.
+	t.Setenv("DATABASE_URL", "")
+	requireOneLineFailure(t, runCtl("counts"), exitUsage, "set -database-url or DATABASE_URL")
+	r := runCtl("-database-url", "postgres://user:s3cr3t@localhost:notaport/db", "counts")
+	requireOneLineFailure(t, r, exitUsage, `malformed database URL: "invalid port"`)
+	require.NotContains(t, r.stderr, "s3cr3t")
+	requireOneLineFailure(t, runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "-schema", "Bad", "counts"),
+		exitUsage, `invalid -schema: "Bad" does not match`)
+}
+
+func TestUnreachableServerIsOneLine(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, l.Close())
+	r := runCtl("-database-url", "postgres://u:p@127.0.0.1:"+port+"/db", "list")
+	requireOneLineFailure(t, r, exitFail, `cannot reach the database at "127.0.0.1:`+port+`": `)
+	require.Contains(t, r.stderr, "connection refused")
+}
+
+func TestHelpListsCommandsFlagsAndExitStatuses(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"list", "-h"}} {
+		r := runCtl(args...)
+		require.Equal(t, exitOK, r.code)
+		for name := range commands {
+			require.Contains(t, r.stderr, "  "+name+" ")
+		}
+		for _, flag := range []string{"-database-url", "-schema", "-connect-timeout", "-timeout", "-json", "-after", "-note", "-result"} {
+			require.Contains(t, r.stderr, flag)
+		}
+		for _, c := range exitCodes {
+			require.Contains(t, r.stderr, fmt.Sprintf("  %d  %s\n", c.code, c.meaning))
+		}
+	}
+}
+
+// One table of exit statuses and commands: the one -h prints is the one the
+// operations page shows.
+func TestTheOperationsPageDocumentsEveryCommandAndExitStatus(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/operations.md")
+	require.NoError(t, err)
+	for _, c := range exitCodes {
+		row := fmt.Sprintf("| `%d` | %s |", c.code, c.meaning)
+		require.True(t, strings.Contains(string(doc), row), "docs/operations.md lacks the row %s", row)
+	}
+	for name := range commands {
+		require.True(t, strings.Contains(string(doc), "idemctl "+name), "docs/operations.md shows idemctl %s", name)
+	}
+}
+
+// A user's value repeated in an error is a bounded prefix.
+func TestHugeValuesAreEchoedAsABoundedPrefix(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("A", 100<<10)
+	for name, args := range map[string][]string{
+		"command": {huge},
+		"flag":    {"-" + huge, "list"},
+		"timeout": {"-timeout", huge, "list"},
+		"token":   {"release", "-token", huge},
+		"schema":  {"-database-url", "postgres://u:p@127.0.0.1:1/db", "-schema", huge, "list"},
+		"key":     {"key", "-scope", huge, "-tool", "t"},
+		"tool":    {"key", "-scope", "s", "-tool", huge},
+		"args":    {"key", "-scope", "s", "-tool", "t", "-args", "[" + huge},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := runCtl(args...)
+			require.Equal(t, exitUsage, r.code, r.stderr)
+			require.Less(t, len(r.stderr), 1000)
+		})
+	}
+}
+
+// key prints what the executor derives for a call, so an operator finds
+// its row (key) and its charge at the payment provider (downstream key);
+// argument order and spacing do not matter, as for the executor.
+func TestKeyPrintsTheCallsKeyAndDownstreamKey(t *testing.T) {
+	t.Parallel()
+	args := `{"to":"ada@example.com","subject":"Welcome"}`
+	ent, err := executor.EntryOf(executor.Call{Tool: "send_mail", Args: []byte(args)}, store.Limits{})
+	require.NoError(t, err)
+
+	r := runCtl("key", "-scope", "run-1", "-tool", "send_mail", "-args", `{ "subject": "Welcome", "to": "ada@example.com" }`)
+	requireOK(t, r)
+	require.Equal(t, fmt.Sprintf("key             %s\ndownstream key  %s\nfingerprint     %s\n",
+		ent.Key, keyhash.DownstreamKey("run-1", ent.Key), ent.Fingerprint), r.stdout)
+
+	r = runCtlIn(t.Context(), strings.NewReader(args), "key", "-scope", "run-1", "-tool", "send_mail", "-args-file", "-", "-id", "order-7", "-json")
+	requireOK(t, r)
+	var got keyJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, keyhash.IDKey("order-7").String(), got.Key, "an invocation id is the key")
+	require.Equal(t, keyhash.DownstreamKey("run-1", keyhash.IDKey("order-7")), got.DownstreamKey)
+
+	requireOneLineFailure(t, runCtl("key", "-scope", "run-1", "-tool", "send_mail", "-args", `{"a":1,"a":2}`),
+		exitUsage, "duplicate")
+	requireOneLineFailure(t, runCtl("key", "-scope", "run-1", "-tool", "t", "-args", "{}", "-args-file", "x"),
+		exitUsage, "give -args or -args-file, not both")
+}
