@@ -40,6 +40,12 @@ var packages = map[string]string{
 	"agent":       "github.com/idemstore/idemstore/runtime",
 	"openaimodel": "github.com/idemstore/idemstore/runtime/openaimodel",
 	"openaitest":  "github.com/idemstore/idemstore/runtime/openaimodel/openaitest",
+	"http":        "net/http",
+	"exec":        "os/exec",
+	"httpidem":    "github.com/idemstore/idemstore/httpidem",
+	"idemotel":    "github.com/idemstore/idemstore/idemotel",
+	"mcptools":    "github.com/idemstore/idemstore/mcptools",
+	"mcp":         "github.com/modelcontextprotocol/go-sdk/mcp",
 }
 
 // preludes are, per snippet (its <!-- go: name --> marker), the
@@ -64,6 +70,39 @@ var preludes = map[string]string{
 	"openaitest": ``,
 	"migrations": `var (ctx context.Context; pool *pgxpool.Pool)`,
 	"inspector":  `var (ctx context.Context; st *pgstore.Store; scope string; key keyhash.Sum; token int64; out []byte)`,
+	"http-intro": `var (
+	pgStore     *pgstore.Store
+	tenantOf    func(*http.Request) string
+	mux         *http.ServeMux
+	createOrder http.Handler
+)`,
+	"http-service": `var (
+	ctx           context.Context
+	pool          *pgxpool.Pool
+	mux           *http.ServeMux
+	createOrder   func(http.ResponseWriter, *http.Request)
+	authenticate  func(http.Handler) http.Handler
+	auth          struct{ TenantFrom func(context.Context) string }
+)`,
+	"http-committx": `var (
+	ctx  context.Context
+	pool *pgxpool.Pool
+	st   *pgstore.Store
+	w    http.ResponseWriter
+	h    http.Header
+	body []byte
+)`,
+	"mcp-bridge": `var (
+	ctx   context.Context
+	model agent.Model
+	st    store.CallStore
+	runID string
+	input string
+)`,
+	"otel-wiring": `var (
+	pg    *pgstore.Store
+	tools executor.Executor
+)`,
 }
 
 // tolerated are type errors a fragment may have: a variable the text
