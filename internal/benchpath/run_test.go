@@ -65,8 +65,10 @@ func TestRunMeasuresEveryCase(t *testing.T) {
 
 	require.Len(t, res.scale, len(cfg.Clients))
 	for _, r := range res.scale {
-		for _, s := range []sample{r.small.lib, r.small.raw, r.large.lib, r.large.raw} {
-			require.Positive(t, s.ops)
+		require.Len(t, r.sides, 3)
+		for _, s := range r.sides {
+			require.Positive(t, s.lib.ops, s.label)
+			require.Positive(t, s.raw.ops, s.label)
 		}
 	}
 

@@ -5,27 +5,36 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/idemstore/idemstore/executor"
 )
 
-// scaleSide is one table of CaseScale measured at one number of callers.
+// scaleSide is one way of replaying from a scale table, measured at one
+// number of callers: which calls are drawn, and both sides' samples.
 type scaleSide struct {
+	label    string
+	table    *scaleTable
+	from, n  int // the calls drawn, uniformly: from .. from+n-1
 	lib, raw sample
 }
 
-// scaleResult is CaseScale at one number of callers.
+// scaleResult is CaseScale at one number of callers: replays from the
+// small table, from the whole large one, and from the large one's most
+// recent calls only.
 type scaleResult struct {
-	clients      int
-	small, large scaleSide
+	clients int
+	sides   []*scaleSide // small, large (all), large (recent)
 }
 
 // scale measures replays of random stored calls through Execute on a
 // table of cfg.Records calls and on one of cfg.ScaleRecords, with the raw
-// SELECT of the same rows beside them: the rounds alternate the tables
-// and, within a table, the sides.
+// SELECT of the same rows beside them. Drawn from the whole large table,
+// most replays read pages no cache holds (the floor pays that too); drawn
+// from its most recent cfg.Records calls (a run replaying its own calls),
+// the working set is the small table's, and what remains is the cost of
+// the size itself: a deeper index, a larger table. The rounds rotate the
+// order of the three and, within each, alternate the sides.
 func (f *fixture) scale(ctx context.Context, url string) ([]scaleResult, error) {
 	fmt.Fprintf(f.cfg.Log, "benchpath: scale: loading %d and %d records\n", f.cfg.Records, f.cfg.ScaleRecords)
 	small, err := f.loadScaleTable(ctx, url, f.cfg.Records)
@@ -43,97 +52,104 @@ func (f *fixture) scale(ctx context.Context, url string) ([]scaleResult, error) 
 	for c := range rngs {
 		rngs[c] = rand.New(rand.NewPCG(uint64(c), 9))
 	}
-	ops := func(t *scaleTable) (lib, raw op) {
-		lib = func(ctx context.Context, c, _ int) error {
-			i := rngs[c].IntN(t.records)
-			return f.replay(t.exec.ForScope(scaleScope(i)).Execute(ctx, callOf(tagScale, int64(i))))
-		}
-		// The raw side needs the library's key to find the library's row,
-		// so it computes it with EntryOf (canonical arguments and SHA-256,
-		// about 2 µs more than hashing the bytes) per replay, as the
-		// library does.
-		raw = func(ctx context.Context, c, _ int) error {
-			i := rngs[c].IntN(t.records)
-			ent, err := executor.EntryOf(callOf(tagScale, int64(i)), t.limits)
-			if err != nil {
-				return err
-			}
-			var result []byte
-			if err := f.pool.QueryRow(ctx, t.hit, scaleScope(i), ent.Key[:]).Scan(&result); err != nil {
-				return err
-			}
-			return f.checkResult(result)
-		}
-		return lib, raw
-	}
-	smallLib, smallRaw := ops(small)
-	largeLib, largeRaw := ops(large)
-
 	var results []scaleResult
 	for _, clients := range f.cfg.Clients {
-		res := scaleResult{clients: clients}
+		res := scaleResult{clients: clients, sides: []*scaleSide{
+			{label: fmt.Sprintf("%d, all", small.records), table: small, n: small.records},
+			{label: fmt.Sprintf("%d, all", large.records), table: large, n: large.records},
+			{label: fmt.Sprintf("%d, the last %d", large.records, small.records), table: large, from: large.records - small.records, n: small.records},
+		}}
 		type step struct {
 			name string
 			o    op
 			to   *sample
 		}
-		smallSteps := []step{{"library, small", smallLib, &res.small.lib}, {"raw, small", smallRaw, &res.small.raw}}
-		largeSteps := []step{{"library, large", largeLib, &res.large.lib}, {"raw, large", largeRaw, &res.large.raw}}
-		for _, s := range slices.Concat(smallSteps, largeSteps) {
-			if _, err := measure(ctx, clients, f.cfg.Warmup, 1, s.o); err != nil {
-				return nil, fmt.Errorf("scale, %s (warm-up), %d callers: %w", s.name, clients, err)
+		steps := make([][]step, len(res.sides))
+		for i, s := range res.sides {
+			lib, raw := f.scaleOps(s, rngs)
+			steps[i] = []step{{"library, " + s.label, lib, &s.lib}, {"raw, " + s.label, raw, &s.raw}}
+		}
+		for _, ss := range steps {
+			for _, s := range ss {
+				if _, err := measure(ctx, clients, f.cfg.Warmup, 1, s.o); err != nil {
+					return nil, fmt.Errorf("scale, %s (warm-up), %d callers: %w", s.name, clients, err)
+				}
 			}
 		}
 		for r := range f.cfg.Rounds {
-			tables := [][]step{smallSteps, largeSteps}
-			if r%2 == 1 {
-				tables = [][]step{largeSteps, smallSteps}
-			}
-			for _, steps := range tables {
+			for k := range steps {
+				ss := steps[(k+r)%len(steps)]
+				order := []int{0, 1}
 				if r%2 == 1 {
-					steps = []step{steps[1], steps[0]}
+					order = []int{1, 0}
 				}
-				for _, s := range steps {
-					got, err := measure(ctx, clients, f.cfg.Duration, 1, s.o)
+				for _, j := range order {
+					got, err := measure(ctx, clients, f.cfg.Duration, 1, ss[j].o)
 					if err != nil {
-						return nil, fmt.Errorf("scale, %s, %d callers: %w", s.name, clients, err)
+						return nil, fmt.Errorf("scale, %s, %d callers: %w", ss[j].name, clients, err)
 					}
-					s.to.add(got)
+					ss[j].to.add(got)
 				}
 			}
 		}
-		fmt.Fprintf(f.cfg.Log, "benchpath: scale, %d callers: library %.0f/s at %d records, %.0f/s at %d\n",
-			clients, res.small.lib.rate(), f.cfg.Records, res.large.lib.rate(), f.cfg.ScaleRecords)
+		for _, s := range res.sides {
+			fmt.Fprintf(f.cfg.Log, "benchpath: scale, %d callers, %s: library %.0f/s, raw %.0f/s\n", clients, s.label, s.lib.rate(), s.raw.rate())
+		}
 		results = append(results, res)
 	}
 	return results, nil
 }
 
+// scaleOps returns the two sides of replays drawn as s says.
+func (f *fixture) scaleOps(s *scaleSide, rngs []*rand.Rand) (lib, raw op) {
+	t := s.table
+	lib = func(ctx context.Context, c, _ int) error {
+		i := s.from + rngs[c].IntN(s.n)
+		return f.replay(t.exec.ForScope(scaleScope(i)).Execute(ctx, callOf(tagScale, int64(i))))
+	}
+	// The raw side needs the library's key to find the library's row, so
+	// it computes it with EntryOf (canonical arguments and SHA-256, about
+	// 2 µs more than hashing the bytes) per replay, as the library does.
+	raw = func(ctx context.Context, c, _ int) error {
+		i := s.from + rngs[c].IntN(s.n)
+		ent, err := executor.EntryOf(callOf(tagScale, int64(i)), t.limits)
+		if err != nil {
+			return err
+		}
+		var result []byte
+		if err := f.pool.QueryRow(ctx, t.hit, scaleScope(i), ent.Key[:]).Scan(&result); err != nil {
+			return err
+		}
+		return f.checkResult(result)
+	}
+	return lib, raw
+}
+
 // writeScale writes CaseScale's section.
 func writeScale(w io.Writer, cfg *Config, rs []scaleResult) {
 	fmt.Fprintf(w, "## Replay at scale: %d against %d stored records (`Execute` hit of random calls; raw: `EntryOf` + `SELECT result`)\n\n", cfg.ScaleRecords, cfg.Records)
-	row(w, "records", "callers", "library ops/s", "library p50 / p99", "raw ops/s", "raw p50 / p99")
+	row(w, "records, calls drawn from", "callers", "library ops/s", "library p50 / p99", "raw ops/s", "raw p50 / p99")
 	rule(w, 6)
 	for _, r := range rs {
-		for _, t := range []struct {
-			n int
-			s scaleSide
-		}{{cfg.Records, r.small}, {cfg.ScaleRecords, r.large}} {
-			row(w, fmt.Sprint(t.n), fmt.Sprint(r.clients), fmt.Sprintf("%.0f", t.s.lib.rate()), latencyPair(t.s.lib),
-				fmt.Sprintf("%.0f", t.s.raw.rate()), latencyPair(t.s.raw))
+		for _, s := range r.sides {
+			row(w, s.label, fmt.Sprint(r.clients), fmt.Sprintf("%.0f", s.lib.rate()), latencyPair(s.lib),
+				fmt.Sprintf("%.0f", s.raw.rate()), latencyPair(s.raw))
 		}
 	}
-	fmt.Fprintf(w, "\nLatency at %d records over latency at %d (1.00 = no cost of size; mean = callers / throughput):\n\n", cfg.ScaleRecords, cfg.Records)
-	row(w, "callers", "library mean", "library p50", "library p99", "raw mean", "raw p50", "raw p99")
-	rule(w, 7)
+	fmt.Fprintf(w, "\nLatency over that of the %d-record table (1.00 = no cost of size; mean = callers / throughput):\n\n", cfg.Records)
+	row(w, "records, calls drawn from", "callers", "library mean", "library p50", "library p99", "raw mean", "raw p50", "raw p99")
+	rule(w, 8)
 	for _, r := range rs {
-		row(w, fmt.Sprint(r.clients),
-			ratioOf(meanLatency(r.large.lib, r.clients), meanLatency(r.small.lib, r.clients)),
-			ratioOf(r.large.lib.percentile(50), r.small.lib.percentile(50)),
-			ratioOf(r.large.lib.percentile(99), r.small.lib.percentile(99)),
-			ratioOf(meanLatency(r.large.raw, r.clients), meanLatency(r.small.raw, r.clients)),
-			ratioOf(r.large.raw.percentile(50), r.small.raw.percentile(50)),
-			ratioOf(r.large.raw.percentile(99), r.small.raw.percentile(99)))
+		base := r.sides[0]
+		for _, s := range r.sides[1:] {
+			row(w, s.label, fmt.Sprint(r.clients),
+				ratioOf(meanLatency(s.lib, r.clients), meanLatency(base.lib, r.clients)),
+				ratioOf(s.lib.percentile(50), base.lib.percentile(50)),
+				ratioOf(s.lib.percentile(99), base.lib.percentile(99)),
+				ratioOf(meanLatency(s.raw, r.clients), meanLatency(base.raw, r.clients)),
+				ratioOf(s.raw.percentile(50), base.raw.percentile(50)),
+				ratioOf(s.raw.percentile(99), base.raw.percentile(99)))
+		}
 	}
 	fmt.Fprintln(w)
 }
