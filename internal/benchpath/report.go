@@ -3,6 +3,7 @@ package benchpath
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -15,14 +16,35 @@ type environment struct {
 	postgres  string // version and the settings that change what a commit costs
 	database  string // container image, or "TEST_DATABASE_URL"
 	poolConns int32
+	load      string // the machine's load average when the run started
 }
 
 // writeHeader writes what was measured, where and how.
 func writeHeader(w io.Writer, cfg *Config, env environment) {
 	fmt.Fprintf(w, "# benchpath: the user's path against the raw statements, one run\n\n")
-	fmt.Fprintf(w, "%s · %s, %d CPUs · PostgreSQL %s · %s\n", env.when.UTC().Format("2006-01-02 15:04 MST"), env.goVersion, env.cpus, env.postgres, env.database)
+	fmt.Fprintf(w, "%s · %s, %d CPUs, load average %s · PostgreSQL %s · %s\n", env.when.UTC().Format("2006-01-02 15:04 MST"), env.goVersion, env.cpus, env.load, env.postgres, env.database)
 	fmt.Fprintf(w, "%d stored calls, %d-byte arguments, %d-byte results; %d rounds × %s a side, alternating, after a %s warm-up a side; both sides on one pool (MaxConns %d)\n\n",
 		cfg.Records, len(argsOf(tagHit, 0)), cfg.ResultBytes, cfg.Rounds, cfg.Duration, cfg.Warmup, env.poolConns)
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages of the machine
+// (Linux), which say how much else competed for its CPUs: figures of a
+// loaded machine are to be read with that in mind. "unknown" elsewhere.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// writeFooter writes what the report says after the last section.
+func writeFooter(w io.Writer) {
+	fmt.Fprintf(w, "Load average at the end: %s. Ratios are of one run on one database; absolute figures move with the machine's load.\n", loadAverage())
 }
 
 // writePairs writes the ratio table, then the details of every pair.

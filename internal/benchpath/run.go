@@ -90,6 +90,7 @@ func run(ctx context.Context, cfg *Config) (res *results, err error) {
 		}
 		writeScale(c.Out, &c, res.scale)
 	}
+	writeFooter(c.Out)
 	return res, nil
 }
 
@@ -101,6 +102,7 @@ func describe(ctx context.Context, cfg *Config, pool *pgxpool.Pool) (environment
 		cpus:      runtime.NumCPU(),
 		database:  "TEST_DATABASE_URL / -database-url",
 		poolConns: pool.Config().MaxConns,
+		load:      loadAverage(),
 	}
 	if cfg.DatabaseURL == "" {
 		env.database = "container " + containerImage(cfg)
