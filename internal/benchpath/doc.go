@@ -1,6 +1,6 @@
 // Package benchpath measures the path idemstore's users call against the
 // raw statements that do the same job, side by side, in one run on one
-// PostgreSQL (issue 9, points 5 and 6; /work/shared/design/performance.md).
+// PostgreSQL (issue 9, points 5 and 6; performance.md in the design notes).
 //
 // A store operation that is fast proves little when the path a user calls
 // does more, so every row of the report pairs a public call of the library
