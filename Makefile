@@ -15,6 +15,9 @@ export IDEMSTORE_TEST_PG_IMAGE ?= idemstore-postgres:15
 
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
+# Flags of cmd/benchpath, e.g. BENCHPATH_FLAGS="-duration 1s -cases execute-hit,execute-miss";
+# `go run ./cmd/benchpath -h` lists them.
+BENCHPATH_FLAGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -33,8 +36,13 @@ test: pg-image-if-needed pgha-image-if-needed ## Run every test with the race de
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
-bench: pg-image-if-needed ## Run the benchmarks (in-memory, keyhash, executor, PostgreSQL side by side with raw pgx).
+bench: pg-image-if-needed ## Run the go benchmarks, then the user's path against raw pgx (cmd/benchpath), and print the ratios.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	$(GO) run ./cmd/benchpath $(BENCHPATH_FLAGS)
+
+.PHONY: bench-path
+bench-path: pg-image-if-needed ## Only the user's path against raw pgx, fsync=on (BENCHPATH_FLAGS; IDEMSTORE_BENCH_1E7=1 adds 10^7 records).
+	$(GO) run ./cmd/benchpath $(BENCHPATH_FLAGS)
 
 .PHONY: chaos
 chaos: pg-image-if-needed ## Full chaos suite on PostgreSQL: >=10,000 calls, 250 process kills, 6 database restarts.

@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,6 +79,38 @@ func BenchmarkExecuteReplay(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkMemFloor is the in-memory floor under BenchmarkExecuteReplay
+// (performance.md): what a user would write without the library, a SHA-256
+// of the argument bytes and a sync.Map lookup of the 1 KiB result.
+// cmd/benchpath runs the two side by side in one run and prints the ratio.
+func BenchmarkMemFloor(b *testing.B) {
+	var m sync.Map
+	m.Store(sha256.Sum256(benchCall.Args), []byte(strings.Repeat("r", 1024)))
+	lookup := func() bool {
+		v, ok := m.Load(sha256.Sum256(benchCall.Args))
+		return ok && len(v.([]byte)) == 1024
+	}
+	b.Run("single", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !lookup() {
+				b.Fatal("stored result not found")
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if !lookup() {
+					b.Error("stored result not found")
+					return
+				}
+			}
+		})
+	})
 }
 
 // BenchmarkExecuteReplayBeyondKeyhash measures what the executor and the
