@@ -70,10 +70,14 @@ func (fs *flights) join(scope string, ent store.Entry) (f *flight, done <-chan s
 		f.followers++
 		return f, f.done, false
 	}
-	f = &flight{}
+	f = flightPool.Get().(*flight)
 	sh.m[k] = f
 	return f, nil, true
 }
+
+// flightPool recycles the flights nobody followed, which is nearly all of
+// them (a replay, a lone call): the common path then allocates nothing.
+var flightPool = sync.Pool{New: func() any { return new(flight) }}
 
 // land ends the leader's flight with its outcome and wakes its followers.
 func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, err error, rerun bool) {
@@ -87,6 +91,9 @@ func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, er
 	}
 	sh.mu.Unlock()
 	if done != nil {
-		close(done)
+		close(done) // followers read f from here on: it is not recycled
+		return
 	}
+	// Nobody joined it, and nobody can now that it left the map.
+	flightPool.Put(f)
 }

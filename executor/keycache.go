@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -32,26 +33,43 @@ type keyCache struct {
 
 type keyCacheShard struct {
 	mu    sync.RWMutex
-	m     map[uint64]*cachedEntry // guarded by mu
-	bytes int                     // guarded by mu
+	m     map[uint64]cachedEntry // guarded by mu
+	bytes int                    // guarded by mu
 }
 
+// cachedEntry is held in the map's slot itself (it is small enough), and
+// the call's bytes in one slice: a lookup touches the slot and the bytes,
+// nothing else.
 type cachedEntry struct {
-	tool, invocationID string
-	args               []byte
-	ent                store.Entry
+	call             []byte // the tool, a NUL, the invocation id, a NUL, the arguments
+	key, fingerprint keyhash.Sum
 }
 
-func (c *cachedEntry) size() int {
-	// The strings and bytes, plus the entry and the map slot.
-	return len(c.tool) + len(c.invocationID) + len(c.args) + 160
+func (c cachedEntry) size() int { return len(c.call) + 128 } // the bytes, the slot
+
+// matches reports whether c was made for call.
+func (c cachedEntry) matches(call Call) bool {
+	b := c.call
+	if len(b) != len(call.Tool)+1+len(call.InvocationID)+1+len(call.Args) {
+		return false
+	}
+	n := len(call.Tool)
+	if string(b[:n]) != call.Tool || b[n] != 0 {
+		return false
+	}
+	b = b[n+1:]
+	n = len(call.InvocationID)
+	if string(b[:n]) != call.InvocationID || b[n] != 0 {
+		return false
+	}
+	return bytes.Equal(b[n+1:], call.Args)
 }
 
 func (k *keyCache) init(totalBytes int) {
 	k.seed = maphash.MakeSeed()
 	k.budget = totalBytes / keyCacheShards
 	for i := range k.shards {
-		k.shards[i].m = make(map[uint64]*cachedEntry)
+		k.shards[i].m = make(map[uint64]cachedEntry)
 	}
 }
 
@@ -74,12 +92,12 @@ func (k *keyCache) get(call Call) (store.Entry, uint64, bool) {
 	h := k.hash(call)
 	sh := &k.shards[h%keyCacheShards]
 	sh.mu.RLock()
-	c := sh.m[h]
+	c, ok := sh.m[h]
 	sh.mu.RUnlock()
-	if c == nil || c.tool != call.Tool || c.invocationID != call.InvocationID || !bytes.Equal(c.args, call.Args) {
+	if !ok || !c.matches(call) {
 		return store.Entry{}, h, false
 	}
-	return c.ent, h, true
+	return store.Entry{Key: c.key, Fingerprint: c.fingerprint, Tool: call.Tool}, h, true
 }
 
 // put remembers ent as the entry of call, whose hash get returned.
@@ -87,7 +105,9 @@ func (k *keyCache) put(call Call, h uint64, ent store.Entry) {
 	if k.budget <= 0 || len(call.Args) > maxCachedArgBytes {
 		return
 	}
-	c := &cachedEntry{tool: call.Tool, invocationID: call.InvocationID, args: bytes.Clone(call.Args), ent: ent}
+	b := make([]byte, 0, len(call.Tool)+1+len(call.InvocationID)+1+len(call.Args))
+	b = append(append(append(append(append(b, call.Tool...), 0), call.InvocationID...), 0), call.Args...)
+	c := cachedEntry{call: b, key: ent.Key, fingerprint: ent.Fingerprint}
 	size := c.size()
 	if size > k.budget {
 		return
@@ -95,7 +115,7 @@ func (k *keyCache) put(call Call, h uint64, ent store.Entry) {
 	sh := &k.shards[h%keyCacheShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old := sh.m[h]; old != nil {
+	if old, ok := sh.m[h]; ok {
 		sh.bytes -= old.size()
 	}
 	for sh.bytes+size > k.budget {
