@@ -24,6 +24,33 @@ const (
 	distributionColumn = "scope"
 )
 
+// distributedFunction is a function of migration 4 as Distribute registers
+// it with Citus.
+type distributedFunction struct {
+	// signature is the function's name and argument types.
+	signature string
+	// delegated: its calls go to the worker that holds the scope of its
+	// p_scope argument (and the function is colocated with idem_records);
+	// otherwise it is only created on every node, for the others to call.
+	delegated bool
+	// forceDelegation: its calls are delegated inside a transaction block
+	// too (the store calls it in a READ COMMITTED transaction of its own).
+	forceDelegation bool
+}
+
+// distributedFunctions are the functions of migration 4.
+var distributedFunctions = []distributedFunction{
+	{signature: "idem_scope_expiry(text, bigint, timestamptz)"},
+	{signature: "idem_claim(text, bytea[], text[], bytea[], bigint, bigint, bytea)", delegated: true},
+	{signature: "idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint)", delegated: true},
+	{signature: "idem_extend_scope(text, bigint)", delegated: true, forceDelegation: true},
+	{signature: "idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text)", delegated: true},
+}
+
+// distributionArgument is the argument by which the functions are
+// distributed: the scope, like the tables.
+const distributionArgument = "p_scope"
+
 // ErrNotCitus is what a *NotCitusError unwraps to: Distribute was pointed at
 // a database that is not a Citus coordinator, so it changed nothing.
 var ErrNotCitus = errors.New("idemstore: not a Citus coordinator")
@@ -80,9 +107,18 @@ type TxBeginner interface {
 //     drawn on different workers never collide, and all of them exceed the
 //     coordinator's, which drew the tokens of a store used before it was
 //     distributed;
+//   - the functions of migration 4 (idem_claim, idem_put, idem_extend_scope,
+//     idem_resolve) are registered with create_distributed_function,
+//     distributed by their p_scope argument and colocated with idem_records:
+//     a call is delegated to the worker holding the scope's shards and runs
+//     whole there, one round trip (idem_extend_scope also inside a
+//     transaction block: force_delegation). Their helper idem_scope_expiry
+//     is created on every node;
 //   - the version table idem_goose_version stays a local table on the
 //     coordinator; migrations keep working on the distributed tables (Citus
-//     propagates their DDL).
+//     propagates their DDL). A migration that recreates the functions (a
+//     Down and Up of migration 4) leaves them undelegated until Distribute
+//     runs again.
 //
 // Rows already in the tables are copied into the shards (writes wait while
 // they are copied, so distribute a large live store in a quiet moment) and
@@ -110,6 +146,12 @@ func Distribute(ctx context.Context, q TxBeginner, schema string) error {
 	if err := requireCoordinator(ctx, tx, schema); err != nil {
 		return err
 	}
+	// Citus registers a function over one connection per node, which it
+	// cannot do after it created shards over several in the same
+	// transaction: create them over one as well.
+	if _, err := tx.Exec(ctx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
+		return fmt.Errorf("distribute schema %q: %w", schema, err)
+	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(schema)); err != nil {
 		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
 	}
@@ -125,6 +167,11 @@ func Distribute(ctx context.Context, q TxBeginner, schema string) error {
 	}
 	if err := distributeTokenSequence(ctx, tx, schema); err != nil {
 		return err
+	}
+	for _, f := range distributedFunctions {
+		if err := distributeFunction(ctx, tx, schema, f); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("distribute schema %q: commit: %w", schema, err)
@@ -182,6 +229,42 @@ func distributeTokenSequence(ctx context.Context, tx pgx.Tx, schema string) erro
 		if _, err := tx.Exec(ctx, ddl); err != nil {
 			return fmt.Errorf("distribute schema %q: token sequence: %w", schema, err)
 		}
+	}
+	return nil
+}
+
+// distributeFunction registers f of schema with Citus as Distribute
+// describes, unless it is registered so already.
+func distributeFunction(ctx context.Context, tx pgx.Tx, schema string, f distributedFunction) error {
+	// The signature is a regprocedure literal; the schema is validated, so
+	// the quoted name holds no single quote.
+	name := pgx.Identifier{schema}.Sanitize() + "." + f.signature
+	records := pgx.Identifier{schema, recordsTable}.Sanitize()
+	var done bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
+		WHERE o.classid = 'pg_proc'::regclass AND o.objid = $1::regprocedure
+		  AND (NOT $2 OR (o.distribution_argument_index = 0
+		                  AND o.colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = $3::regclass)
+		                  AND coalesce(o.force_delegation, false) = $4)))`,
+		name, f.delegated, records, f.forceDelegation).Scan(&done)
+	if err != nil {
+		return fmt.Errorf("distribute schema %q: inspect function %s: %w", schema, f.signature, err)
+	}
+	if done {
+		return nil
+	}
+	if !f.delegated {
+		_, err = tx.Exec(ctx, "SELECT create_distributed_function($1::regprocedure::text)", name)
+	} else {
+		var force *bool // NULL: Citus' default (no forced delegation)
+		if f.forceDelegation {
+			force = &f.forceDelegation
+		}
+		_, err = tx.Exec(ctx, `SELECT create_distributed_function($1::regprocedure::text, $2,
+			colocate_with => $3, force_delegation => $4)`, name, distributionArgument, records, force)
+	}
+	if err != nil {
+		return fmt.Errorf("distribute schema %q: distribute function %s: %w", schema, f.signature, err)
 	}
 	return nil
 }
