@@ -1,0 +1,69 @@
+package pgsql
+
+import "strings"
+
+// SchemaMarker is what stands for the store's schema in every statement:
+// a comment right before a table or function name.
+const SchemaMarker = "/* schema */"
+
+// Statements holds the SQL of one store, its schema filled in.
+type Statements struct {
+	// The call path.
+	Get, GetMany, Claim, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	// Scope maintenance.
+	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
+	// The operators' API.
+	Attention, AttentionInScope, Resolve string
+	// What New asks the database.
+	Session string
+	// Citus only (tables distributed): what New asks, and cleanup.
+	Distribution, RemoveExpiredShards string
+}
+
+// New returns the statements of a store whose schema is quotedSchema (a
+// validated name, quoted as an identifier): the one replacement of
+// SchemaMarker by quotedSchema and a dot.
+func New(quotedSchema string) Statements {
+	fill := func(sql string) string { return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".") }
+	return Statements{
+		Get:                 fill(getSQL),
+		GetMany:             fill(getManySQL),
+		Claim:               fill(claimSQL),
+		Put:                 fill(putSQL),
+		Complete:            fill(completeSQL),
+		Release:             fill(releaseSQL),
+		Renew:               fill(renewSQL),
+		Watch:               fill(watchSQL),
+		WaitCheck:           fill(waitCheckSQL),
+		Read:                fill(readSQL),
+		Notify:              fill(notifySQL),
+		ExtendScope:         fill(extendScopeSQL),
+		DeleteScopeRow:      fill(deleteScopeRowSQL),
+		DeleteScopeRecords:  fill(deleteScopeRecordsSQL),
+		RemoveExpired:       fill(removeExpiredSQL),
+		Attention:           fill(attentionSQL),
+		AttentionInScope:    fill(attentionInScopeSQL),
+		Resolve:             fill(resolveSQL),
+		Session:             fill(sessionSQL),
+		Distribution:        fill(distributionSQL),
+		RemoveExpiredShards: fill(removeExpiredShardsSQL),
+	}
+}
+
+// Named is one statement and the name of its Statements field.
+type Named struct {
+	Name, SQL string
+}
+
+// All lists every statement, for tests that check them all.
+func (s Statements) All() []Named {
+	return []Named{
+		{"Get", s.Get}, {"GetMany", s.GetMany}, {"Claim", s.Claim}, {"Put", s.Put},
+		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
+		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
+		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
+		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
+		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
+		{"Session", s.Session}, {"Distribution", s.Distribution}, {"RemoveExpiredShards", s.RemoveExpiredShards},
+	}
+}
