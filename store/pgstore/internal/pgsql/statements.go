@@ -24,7 +24,16 @@ type Statements struct {
 // validated name, quoted as an identifier): the one replacement of
 // SchemaMarker by quotedSchema and a dot.
 func New(quotedSchema string) Statements {
-	fill := func(sql string) string { return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".") }
+	return build(func(sql string) string { return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".") })
+}
+
+// AsWritten returns the statements as written in the source, markers and
+// all: valid PostgreSQL that, with search_path set to a store's schema,
+// does what New's statements do (this package's tests run them so).
+func AsWritten() Statements { return build(func(sql string) string { return sql }) }
+
+// build returns the statements, each passed through fill.
+func build(fill func(string) string) Statements {
 	return Statements{
 		Get:                 fill(getSQL),
 		GetMany:             fill(getManySQL),
