@@ -346,8 +346,51 @@ END
 $$;
 -- +goose StatementEnd
 
+-- idem_remove_expired_here is cleanup on a Citus worker, which Citus
+-- refuses on distributed tables in one statement (a ctid batch FOR UPDATE
+-- SKIP LOCKED across shards). It runs p_command, the store's cleanup batch
+-- written for one pair of shards (%1$s: a shard of idem_records, %2$s: its
+-- colocated shard of idem_scopes, $1: the batch size), on each pair of
+-- shards this node holds, until p_limit records are removed, and returns how
+-- many it removed and whether it removed all p_limit (more may remain).
+-- p_scope only routes the call: Distribute delegates it to the worker
+-- holding that scope, and the store calls it with a scope of each worker,
+-- in parallel, so cleanup scales with the workers. Run anywhere else (plain
+-- PostgreSQL, the coordinator) it finds no shard and removes nothing.
+-- +goose StatementBegin
+CREATE FUNCTION idem_remove_expired_here(p_scope text, p_command text, p_limit integer)
+RETURNS TABLE (removed bigint, more boolean)
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_pair record;
+    v_n    bigint;
+BEGIN
+    removed := 0;
+    FOR v_pair IN
+        SELECT shard_name('idem_records'::regclass, r.shardid) AS records,
+               shard_name('idem_scopes'::regclass, s.shardid) AS scopes
+        FROM pg_dist_shard r
+        JOIN pg_dist_shard s ON s.logicalrelid = 'idem_scopes'::regclass
+                            AND s.shardminvalue = r.shardminvalue
+        JOIN pg_dist_placement p ON p.shardid = r.shardid
+        WHERE r.logicalrelid = 'idem_records'::regclass
+          AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+    LOOP
+        EXECUTE format(p_command, v_pair.records, v_pair.scopes) USING p_limit - removed INTO v_n;
+        removed := removed + v_n;
+        EXIT WHEN removed >= p_limit;
+    END LOOP;
+    more := removed >= p_limit;
+    RETURN NEXT;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
 
+DROP FUNCTION idem_remove_expired_here(text, text, integer);
 DROP FUNCTION idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text);
 DROP FUNCTION idem_extend_scope(text, bigint);
 DROP FUNCTION idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint);

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Distributing a schema on Citus.
@@ -45,6 +46,7 @@ var distributedFunctions = []distributedFunction{
 	{signature: "idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint)", delegated: true},
 	{signature: "idem_extend_scope(text, bigint)", delegated: true, forceDelegation: true},
 	{signature: "idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text)", delegated: true},
+	{signature: "idem_remove_expired_here(text, text, integer)", delegated: true},
 }
 
 // distributionArgument is the argument by which the functions are
@@ -108,7 +110,7 @@ type TxBeginner interface {
 //     coordinator's, which drew the tokens of a store used before it was
 //     distributed;
 //   - the functions of migration 4 (idem_claim, idem_put, idem_extend_scope,
-//     idem_resolve) are registered with create_distributed_function,
+//     idem_resolve, idem_remove_expired_here) are registered with create_distributed_function,
 //     distributed by their p_scope argument and colocated with idem_records:
 //     a call is delegated to the worker holding the scope's shards and runs
 //     whole there, one round trip (idem_extend_scope also inside a
@@ -138,6 +140,32 @@ func Distribute(ctx context.Context, q TxBeginner, schema string) error {
 	if err := ValidateSchema(schema); err != nil {
 		return err
 	}
+	for attempt := 1; ; attempt++ {
+		err := distribute(ctx, q, schema)
+		if attempt == distributeAttempts || !isDeadlock(err) {
+			return err
+		}
+	}
+}
+
+// distributeLockID is the advisory lock every Distribute holds while it
+// runs: lockID of a name no schema can have (it holds a space).
+var distributeLockID = lockID(" distribute")
+
+// distributeAttempts bounds how often Distribute starts over after a
+// deadlock: Citus' DDL on distributed objects (registering a function,
+// dropping a schema) takes locks on every node, and two such commands at
+// once, in different schemas, can deadlock; the one PostgreSQL aborts may
+// simply run again.
+const distributeAttempts = 3
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// distribute is one attempt of Distribute, in one transaction.
+func distribute(ctx context.Context, q TxBeginner, schema string) error {
 	tx, err := q.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("distribute schema %q: %w", schema, err)
@@ -153,6 +181,11 @@ func Distribute(ctx context.Context, q TxBeginner, schema string) error {
 		return fmt.Errorf("distribute schema %q: %w", schema, err)
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(schema)); err != nil {
+		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
+	}
+	// And one Distribute at a time in the cluster, whatever the schema: two
+	// registering functions at once deadlock on Citus' own locks.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", distributeLockID); err != nil {
 		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
 	}
 	if err := Check(ctx, tx, schema); err != nil {
@@ -254,14 +287,14 @@ func distributeFunction(ctx context.Context, tx pgx.Tx, schema string, f distrib
 		return nil
 	}
 	if !f.delegated {
-		_, err = tx.Exec(ctx, "SELECT create_distributed_function($1::regprocedure::text)", name)
+		_, err = tx.Exec(ctx, "SELECT create_distributed_function($1::regprocedure)", name)
 	} else {
 		var force *bool // NULL: Citus' default (no forced delegation)
 		if f.forceDelegation {
 			force = &f.forceDelegation
 		}
-		_, err = tx.Exec(ctx, `SELECT create_distributed_function($1::regprocedure::text, $2,
-			colocate_with => $3, force_delegation => $4)`, name, distributionArgument, records, force)
+		_, err = tx.Exec(ctx, `SELECT create_distributed_function($1::regprocedure, $2::text,
+			colocate_with => $3::text, force_delegation => $4::boolean)`, name, distributionArgument, records, force)
 	}
 	if err != nil {
 		return fmt.Errorf("distribute schema %q: distribute function %s: %w", schema, f.signature, err)

@@ -2,16 +2,14 @@ package pgstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync/atomic"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
 )
 
@@ -23,17 +21,28 @@ import (
 // holds that scope. What differs is found out by New:
 //   - cleanup: Citus refuses the ctid batch of plain PostgreSQL across
 //     shards, so the store runs the same batch on every pair of colocated
-//     shards instead, in parallel on the workers (removeExpiredShards);
+//     shards instead, in parallel on the workers (removeExpiredOnWorkers);
 //   - notifications: the store sends them from its own session, which is on
 //     the coordinator, where its listener listens (see notify.go).
 
 // citusState is what New found out about Citus.
 type citusState struct {
-	// shards is the number of shards of idem_records: 0 on plain
-	// PostgreSQL (or tables left undistributed); refreshed by every
-	// cleanup.
-	shards atomic.Int64
+	// distributed: idem_records is a distributed table (false on plain
+	// PostgreSQL, and for tables left undistributed on Citus). Set by New.
+	distributed bool
+
+	mu sync.Mutex
+	// cleanupScopes holds a scope of each worker (cleanupScopesSQL), found
+	// at cleanupFound.
+	cleanupScopes []string  // guarded by mu
+	cleanupFound  time.Time // guarded by mu
 }
+
+// cleanupScopesTTL is how long the scopes that reach the workers are used
+// before they are looked up again (about 50 ms of work for the
+// coordinator): a shard moved or a worker added meanwhile only makes a few
+// cleanup passes miss a worker, whose records wait for the next.
+const cleanupScopesTTL = 30 * time.Second
 
 // inspectSession asks whether the session is read-only and whether Citus
 // holds the schema's tables, once New has checked the schema.
@@ -66,7 +75,7 @@ func (s *Store) inspectSession(ctx context.Context) error {
 	if err != nil {
 		return s.translate("open store", err)
 	}
-	s.citus.shards.Store(int64(shards))
+	s.citus.distributed = shards > 0
 	if shards > 0 && !delegated {
 		s.log.LogAttrs(ctx, slog.LevelWarn,
 			"idemstore: the schema's tables are distributed but its functions are not: every claim runs on the coordinator, several round trips to a worker; run migrate distribute again",
@@ -82,45 +91,76 @@ func (s *Store) inspectSession(ctx context.Context) error {
 var errReadOnlySession = &pgconn.PgError{Severity: "ERROR", Code: sqlstateReadOnly,
 	Message: "the session is read-only (transaction_read_only is on)"}
 
-// removeExpiredShards is RemoveExpired on Citus: the batch of plain
-// PostgreSQL (pgsql.ShardCommand) runs on every pair of colocated shards of
-// idem_records and idem_scopes at once, in parallel on the workers, each
-// with its share of limit (rounded up). Shards that removed a full share
-// may hold more: while they do and limit is not reached, another pass
-// shares what is left among them. So a call removes limit records when
-// there are that many, and at most limit plus the number of shards less
-// one (the rounding of the first pass, when expired records are spread
-// over more shards than limit).
-func (s *Store) removeExpiredShards(ctx context.Context, limit int) (int, error) {
-	records := pgx.Identifier{s.schema, "idem_records"}.Sanitize()
-	scopes := pgx.Identifier{s.schema, "idem_scopes"}.Sanitize()
-	total, active := 0, max(int(s.citus.shards.Load()), 1)
-	for total < limit {
-		share := (limit - total + active - 1) / active
-		var (
-			removed      int64
-			full, shards int32
-			failures     *string
-		)
-		err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
-			return conn.QueryRow(ctx, s.sql.RemoveExpiredShards, records, scopes, pgsql.ShardCommand(share), share).
-				Scan(&removed, &full, &shards, &failures)
-		})
-		if err != nil {
-			return total, s.translate("remove expired", err)
+// removeExpiredOnWorkers is RemoveExpired on Citus: the batch of plain
+// PostgreSQL (pgsql.ShardCommand) runs on every worker at once, each
+// running it on the pairs of colocated shards it holds until it removed
+// its share of limit (rounded up); the workers are reached by delegated
+// calls, one per worker, in parallel. Workers that removed their whole
+// share may hold more: while some do and limit is not reached, another
+// pass shares what is left among them. So a call removes limit records
+// when there are that many, and at most limit plus the number of workers
+// less one (the rounding of the shares).
+func (s *Store) removeExpiredOnWorkers(ctx context.Context, limit int) (int, error) {
+	scopes, err := s.cleanupScopes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cmd := pgsql.ShardCommand()
+	total := 0
+	for total < limit && len(scopes) > 0 {
+		share := (limit - total + len(scopes) - 1) / len(scopes)
+		type result struct {
+			removed int64
+			more    bool
+			err     error
 		}
-		total += int(removed)
-		if shards > 0 {
-			s.citus.shards.Store(int64(shards))
+		results := make([]result, len(scopes))
+		var wg sync.WaitGroup
+		for i, scope := range scopes {
+			wg.Go(func() {
+				r := &results[i]
+				r.err = s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
+					return conn.QueryRow(ctx, s.sql.RemoveExpiredHere, scope, cmd, int32(share)).Scan(&r.removed, &r.more)
+				})
+			})
 		}
-		if failures != nil {
-			return total, &store.UnavailableError{Op: "remove expired",
-				Err: fmt.Errorf("on some shards: %w", errors.New(*failures))}
+		wg.Wait()
+		var more []string
+		for i, r := range results {
+			if r.err != nil {
+				return total, s.translate("remove expired", r.err)
+			}
+			total += int(r.removed)
+			if r.more {
+				more = append(more, scopes[i])
+			}
 		}
-		if full == 0 {
-			break
-		}
-		active = int(full)
+		scopes = more
 	}
 	return total, nil
+}
+
+// cleanupScopes returns a scope of each worker, looked up again once they
+// are cleanupScopesTTL old.
+func (s *Store) cleanupScopes(ctx context.Context) ([]string, error) {
+	s.citus.mu.Lock()
+	defer s.citus.mu.Unlock()
+	if s.citus.cleanupScopes != nil && time.Since(s.citus.cleanupFound) < cleanupScopesTTL {
+		return s.citus.cleanupScopes, nil
+	}
+	records := pgx.Identifier{s.schema, "idem_records"}.Sanitize()
+	var scopes []string
+	err := s.do(ctx, "remove expired", rerunAlways, func(conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, s.sql.CleanupScopes, records)
+		if err != nil {
+			return err
+		}
+		scopes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, s.translate("remove expired", err)
+	}
+	s.citus.cleanupScopes, s.citus.cleanupFound = scopes, time.Now()
+	return scopes, nil
 }

@@ -83,7 +83,7 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 // it returns how many records it removed. Its row locks are taken with SKIP
 // LOCKED, so that several cleaners (goroutines or processes) share the work
 // without waiting for each other or for writers. On plain PostgreSQL it is
-// one statement; on Citus see removeExpiredShards.
+// one statement; on Citus see removeExpiredOnWorkers.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return 0, err
@@ -91,8 +91,8 @@ func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, &store.InputError{Field: "limit", Problem: "not positive"}
 	}
-	if s.citus.shards.Load() > 0 {
-		return s.removeExpiredShards(ctx, limit)
+	if s.citus.distributed {
+		return s.removeExpiredOnWorkers(ctx, limit)
 	}
 	var n int64
 	err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {

@@ -87,12 +87,16 @@ FROM clock c
 WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
 RETURNING r.watched`
 
-// renewSQL extends the lease of a claim whose token is current.
+// renewSQL extends the lease of a claim whose token is current. The new
+// lease's end is computed in the clock CTE: Citus refuses a stable
+// function (timestamptz + interval) over a column in an UPDATE.
 //
 // Parameters: $1 scope, $2 key, $3 token, $4 lease (µs).
-const renewSQL = `WITH clock AS MATERIALIZED (SELECT now() AS n)
+const renewSQL = `WITH clock AS MATERIALIZED (
+	SELECT now() AS n, now() + $4::bigint * interval '1 microsecond' AS lease_until
+)
 UPDATE /* schema */idem_records AS r SET
-	lease_until = c.n + $4::bigint * interval '1 microsecond',
+	lease_until = c.lease_until,
 	updated_at = c.n
 FROM clock c
 WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */

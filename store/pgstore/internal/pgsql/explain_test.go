@@ -87,15 +87,13 @@ func TestStatementsAreValidAsWritten(t *testing.T) {
 }
 
 // The command cleanup runs on each pair of shards on Citus is the plain
-// cleanup statement: here explained on the plain tables in their place.
+// cleanup statement: here run on the plain tables in the shards' place.
 func TestShardCommandIsTheCleanupStatementOnTheShards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := pgtest.NewSchema(t)
-	cmd := pgsql.ShardCommand(500)
-	require.NotContains(t, cmd, "$1")
+	cmd := pgsql.ShardCommand()
 	require.NotContains(t, cmd, pgsql.SchemaMarker)
-	require.Contains(t, cmd, "LIMIT 500")
 	// What Citus' format() does with the shard names.
 	sql := strings.NewReplacer(
 		"%1$s", pgx.Identifier{schema, "idem_records"}.Sanitize(),
@@ -103,6 +101,6 @@ func TestShardCommandIsTheCleanupStatementOnTheShards(t *testing.T) {
 	).Replace(cmd)
 	require.NotContains(t, sql, "%", "no other format directive is left for Citus to trip on")
 	var n int64
-	require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, sql, 500).Scan(&n))
 	require.Zero(t, n)
 }

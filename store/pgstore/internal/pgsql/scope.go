@@ -1,9 +1,6 @@
 package pgsql
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // Scope maintenance: extending, deleting and cleaning up.
 
@@ -41,7 +38,7 @@ const deleteScopeRecordsSQL = `DELETE FROM /* schema */idem_records WHERE scope 
 // for each other or for writers, and the batch bound keeps every lock
 // short. The locked records are deleted by ctid (a TID scan: a row we hold
 // locked cannot move). Citus refuses it on distributed tables (FOR UPDATE
-// in a distributed query, ctid across shards): see removeExpiredShardsSQL.
+// in a distributed query, ctid across shards): see removeExpiredHereSQL.
 //
 // Parameters: $1 limit.
 const removeExpiredSQL = `WITH doomed AS (
@@ -64,30 +61,47 @@ const removeExpiredSQL = `WITH doomed AS (
 )
 SELECT count(*) FROM removed`
 
-// removeExpiredShardsSQL is cleanup on Citus: it runs a command (see
-// ShardCommand) on every pair of colocated shards of idem_records and
-// idem_scopes, in parallel on the workers that hold them, and sums up. It
-// returns the records removed, how many shards removed a full batch (they
-// may hold more), how many shard pairs there are, and the errors of the
-// shards whose command failed (NULL when none did).
+// cleanupScopesSQL finds, on Citus, one scope value held by each worker
+// that holds shards of idem_records (in no particular order): calling
+// removeExpiredHereSQL with it runs the cleanup on that worker. The values
+// are made up ('idemstore cleanup 1', …) and hashed as Citus hashes the
+// distribution column (worker_hash) into the shards' hash ranges; 4096 of
+// them reach every worker holding at least one of 32 shards with a
+// probability of 1 - 10^-56.
 //
-// Parameters: $1 idem_records, $2 idem_scopes (qualified names), $3 the
-// command, $4 its batch size.
-const removeExpiredShardsSQL = `SELECT
-	coalesce(sum(CASE WHEN success THEN result::bigint END), 0)::bigint AS removed,
-	count(CASE WHEN success AND result::bigint >= $4 THEN 1 END)::integer AS full_shards,
-	count(*)::integer AS shards,
-	string_agg(CASE WHEN NOT success THEN result END, '; ') AS failures
-FROM run_command_on_colocated_placements($1::regclass, $2::regclass, $3)`
+// Parameters: $1 idem_records (qualified name).
+const cleanupScopesSQL = `WITH shards AS MATERIALIZED (
+	SELECT s.shardminvalue::integer AS lo, s.shardmaxvalue::integer AS hi, p.groupid
+	FROM pg_dist_shard s
+	JOIN pg_dist_placement p ON p.shardid = s.shardid
+	WHERE s.logicalrelid = $1::regclass
+), candidates AS MATERIALIZED (
+	SELECT i, v.scope, worker_hash(v.scope) AS h
+	FROM generate_series(1, 4096) AS i
+	CROSS JOIN LATERAL (SELECT 'idemstore cleanup ' || i AS scope) AS v
+)
+SELECT DISTINCT ON (sh.groupid) c.scope
+FROM candidates c
+JOIN shards sh ON c.h BETWEEN sh.lo AND sh.hi
+ORDER BY sh.groupid, c.i`
 
-// ShardCommand is the command removeExpiredShardsSQL runs on each pair of
-// colocated shards: removeExpiredSQL itself, on the shards (Citus writes
-// their names where the command says %1$s and %2$s) with a batch of limit
-// rows. limit is a positive count, written as digits.
-func ShardCommand(limit int) string {
+// removeExpiredHereSQL is cleanup on Citus, where the batch of
+// removeExpiredSQL cannot run across shards: idem_remove_expired_here
+// (migration 4), delegated to the worker holding scope $1, runs that batch
+// (ShardCommand) on each pair of colocated shards the worker holds, until
+// it removed $3 records. more: it did, and more may remain.
+//
+// Parameters: $1 a scope of the worker (cleanupScopesSQL), $2 the command,
+// $3 the batch size.
+const removeExpiredHereSQL = `SELECT removed, more FROM /* schema */idem_remove_expired_here($1, $2, $3)`
+
+// ShardCommand is the command removeExpiredHereSQL runs on each pair of
+// colocated shards: removeExpiredSQL itself, with %1$s and %2$s where it
+// names idem_records and idem_scopes (the function writes the shards' names
+// there) and $1 still the batch size.
+func ShardCommand() string {
 	return strings.NewReplacer(
 		SchemaMarker+"idem_records", "%1$s",
 		SchemaMarker+"idem_scopes", "%2$s",
-		"$1", strconv.Itoa(limit),
 	).Replace(removeExpiredSQL)
 }

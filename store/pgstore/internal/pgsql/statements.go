@@ -17,7 +17,7 @@ type Statements struct {
 	// What New asks the database.
 	Session string
 	// Citus only (tables distributed): what New asks, and cleanup.
-	Distribution, RemoveExpiredShards string
+	Distribution, CleanupScopes, RemoveExpiredHere string
 }
 
 // New returns the statements of a store whose schema is quotedSchema (a
@@ -35,27 +35,28 @@ func AsWritten() Statements { return build(func(sql string) string { return sql 
 // build returns the statements, each passed through fill.
 func build(fill func(string) string) Statements {
 	return Statements{
-		Get:                 fill(getSQL),
-		GetMany:             fill(getManySQL),
-		Claim:               fill(claimSQL),
-		Put:                 fill(putSQL),
-		Complete:            fill(completeSQL),
-		Release:             fill(releaseSQL),
-		Renew:               fill(renewSQL),
-		Watch:               fill(watchSQL),
-		WaitCheck:           fill(waitCheckSQL),
-		Read:                fill(readSQL),
-		Notify:              fill(notifySQL),
-		ExtendScope:         fill(extendScopeSQL),
-		DeleteScopeRow:      fill(deleteScopeRowSQL),
-		DeleteScopeRecords:  fill(deleteScopeRecordsSQL),
-		RemoveExpired:       fill(removeExpiredSQL),
-		Attention:           fill(attentionSQL),
-		AttentionInScope:    fill(attentionInScopeSQL),
-		Resolve:             fill(resolveSQL),
-		Session:             fill(sessionSQL),
-		Distribution:        fill(distributionSQL),
-		RemoveExpiredShards: fill(removeExpiredShardsSQL),
+		Get:                fill(getSQL),
+		GetMany:            fill(getManySQL),
+		Claim:              fill(claimSQL),
+		Put:                fill(putSQL),
+		Complete:           fill(completeSQL),
+		Release:            fill(releaseSQL),
+		Renew:              fill(renewSQL),
+		Watch:              fill(watchSQL),
+		WaitCheck:          fill(waitCheckSQL),
+		Read:               fill(readSQL),
+		Notify:             fill(notifySQL),
+		ExtendScope:        fill(extendScopeSQL),
+		DeleteScopeRow:     fill(deleteScopeRowSQL),
+		DeleteScopeRecords: fill(deleteScopeRecordsSQL),
+		RemoveExpired:      fill(removeExpiredSQL),
+		Attention:          fill(attentionSQL),
+		AttentionInScope:   fill(attentionInScopeSQL),
+		Resolve:            fill(resolveSQL),
+		Session:            fill(sessionSQL),
+		Distribution:       fill(distributionSQL),
+		CleanupScopes:      fill(cleanupScopesSQL),
+		RemoveExpiredHere:  fill(removeExpiredHereSQL),
 	}
 }
 
@@ -73,6 +74,7 @@ func (s Statements) All() []Named {
 		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
 		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
 		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
-		{"Session", s.Session}, {"Distribution", s.Distribution}, {"RemoveExpiredShards", s.RemoveExpiredShards},
+		{"Session", s.Session}, {"Distribution", s.Distribution},
+		{"CleanupScopes", s.CleanupScopes}, {"RemoveExpiredHere", s.RemoveExpiredHere},
 	}
 }

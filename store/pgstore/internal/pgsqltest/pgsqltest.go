@@ -35,7 +35,7 @@ var CallPath = []string{
 }
 
 // CitusOnly names the statements that only a Citus coordinator can run.
-var CitusOnly = []string{"Distribution", "RemoveExpiredShards"}
+var CitusOnly = []string{"Distribution", "CleanupScopes"}
 
 // Args returns sample arguments for the statement of pgsql.Statements
 // named name, in a store whose schema is schema.
@@ -82,8 +82,10 @@ func Args(name, schema string) ([]any, error) {
 		return nil, nil
 	case "Distribution":
 		return []any{records, pgx.Identifier{schema, "idem_claim"}.Sanitize() + "(text, bytea[], text[], bytea[], bigint, bigint, bytea)"}, nil
-	case "RemoveExpiredShards":
-		return []any{records, pgx.Identifier{schema, "idem_scopes"}.Sanitize(), pgsql.ShardCommand(1000), 1000}, nil
+	case "CleanupScopes":
+		return []any{records}, nil
+	case "RemoveExpiredHere":
+		return []any{Scope, pgsql.ShardCommand(), int32(1000)}, nil
 	}
 	return nil, fmt.Errorf("pgsqltest: no sample arguments for statement %q", name)
 }
