@@ -42,7 +42,8 @@ type distributedFunction struct {
 // distributedFunctions are the functions of migration 4.
 var distributedFunctions = []distributedFunction{
 	{signature: "idem_scope_expiry(text, bigint, timestamptz)"},
-	{signature: "idem_claim(text, bytea[], text[], bytea[], bigint, bigint, bytea)", delegated: true},
+	{signature: "idem_claim(text, bytea, text, bytea, bigint, bigint, bytea)", delegated: true},
+	{signature: "idem_claim_many(text, bytea[], text[], bytea[], bigint, bigint, bytea)", delegated: true},
 	{signature: "idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint)", delegated: true},
 	{signature: "idem_extend_scope(text, bigint)", delegated: true, forceDelegation: true},
 	{signature: "idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text)", delegated: true},
@@ -109,8 +110,8 @@ type TxBeginner interface {
 //     drawn on different workers never collide, and all of them exceed the
 //     coordinator's, which drew the tokens of a store used before it was
 //     distributed;
-//   - the functions of migration 4 (idem_claim, idem_put, idem_extend_scope,
-//     idem_resolve, idem_remove_expired_here) are registered with create_distributed_function,
+//   - the functions of migration 4 (idem_claim, idem_claim_many, idem_put,
+//     idem_extend_scope, idem_resolve, idem_remove_expired_here) are registered with create_distributed_function,
 //     distributed by their p_scope argument and colocated with idem_records:
 //     a call is delegated to the worker holding the scope's shards and runs
 //     whole there, one round trip (idem_extend_scope also inside a

@@ -68,7 +68,7 @@ func (s *Store) inspectSession(ctx context.Context) error {
 		delegated bool
 	)
 	records := pgx.Identifier{s.schema, "idem_records"}.Sanitize()
-	claim := pgx.Identifier{s.schema, "idem_claim"}.Sanitize() + "(text, bytea[], text[], bytea[], bigint, bigint, bytea)"
+	claim := pgx.Identifier{s.schema, "idem_claim"}.Sanitize() + "(text, bytea, text, bytea, bigint, bigint, bytea)"
 	err = s.do(ctx, "open store", rerunAlways, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, s.sql.Distribution, records, claim).Scan(&shards, &delegated)
 	})

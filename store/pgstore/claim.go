@@ -46,18 +46,37 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	if err := store.CheckDuration("lease", lease); err != nil {
 		return store.ClaimResult{}, err
 	}
-	res, err := s.claim(ctx, scope, []store.Entry{e}, lease, opts)
+	var (
+		won   bool
+		prior pgtype.Int2
+		row   recordScan
+	)
+	targets := append([]any{&won, &prior}, row.targets()...)
+	nonce := newNonce()
+	// Sent again whatever happened to the connection: the nonce makes a
+	// second run hand back what the first one granted.
+	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.Claim,
+			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(opts.TTL(s.defaultTTL)), nonce,
+		).Scan(targets...)
+	})
+	if err != nil {
+		return store.ClaimResult{}, s.translate("claim", err)
+	}
+	rec, err := row.record(scope, e.Key)
 	if err != nil {
 		return store.ClaimResult{}, err
 	}
-	return res[0], res[0].Err
+	res := s.decideClaim(scope, e, won, prior, rec)
+	return res, res.Err
 }
 
 // ClaimMany claims each entry as Claim does, in one statement (one round
-// trip for a turn's misses), after one input check of the whole batch: bad
-// input in any entry refuses it before anything is written. An entry
-// refused on its own (a fingerprint mismatch) gets its error in
-// ClaimResult.Err.
+// trip for a turn's misses; idem_claim_many), after one input check of the
+// whole batch: bad input in any entry refuses it before anything is
+// written. An entry refused on its own (a fingerprint mismatch) gets its
+// error in ClaimResult.Err. The batch draws one nonce, and is sent again
+// with it after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
@@ -71,20 +90,6 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 	if len(es) == 0 {
 		return []store.ClaimResult{}, nil
 	}
-	return s.claim(ctx, scope, es, lease, opts)
-}
-
-// claimRow is one row of claimSQL.
-type claimRow struct {
-	key   []byte
-	won   bool
-	prior pgtype.Int2
-	rec   recordScan
-}
-
-// claim runs claimSQL for es (checked, distinct keys) and decides each
-// entry's result; an entry's own refusal is in its Err.
-func (s *Store) claim(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	keys := make([][]byte, len(es))
 	tools := make([]string, len(es))
 	fps := make([][]byte, len(es))
@@ -92,12 +97,16 @@ func (s *Store) claim(ctx context.Context, scope string, es []store.Entry, lease
 		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
 	}
 	nonce := newNonce()
+	type claimRow struct {
+		key   []byte
+		won   bool
+		prior pgtype.Int2
+		rec   recordScan
+	}
 	rows := make([]claimRow, 0, len(es))
-	// Sent again whatever happened to the connection: the nonce makes a
-	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
 		rows = rows[:0]
-		res, err := conn.Query(ctx, s.sql.Claim, scope, keys, tools, fps, micros(lease), micros(opts.TTL(s.defaultTTL)), nonce)
+		res, err := conn.Query(ctx, s.sql.ClaimMany, scope, keys, tools, fps, micros(lease), micros(opts.TTL(s.defaultTTL)), nonce)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func TestFunctionCallsAreDelegatedToTheWorker(t *testing.T) {
 	t.Parallel()
 	pool, schema := citustest.NewSchema(t)
 	sql := pgsql.New(pgx.Identifier{schema}.Sanitize())
-	for name, stmt := range map[string]string{"Claim": sql.Claim, "Put": sql.Put, "ExtendScope": sql.ExtendScope,
+	for name, stmt := range map[string]string{"Claim": sql.Claim, "ClaimMany": sql.ClaimMany, "Put": sql.Put, "ExtendScope": sql.ExtendScope,
 		"Resolve": sql.Resolve, "RemoveExpiredHere": sql.RemoveExpiredHere} {
 		args, err := pgsqltest.Args(name, schema)
 		require.NoError(t, err)

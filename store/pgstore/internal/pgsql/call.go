@@ -22,17 +22,23 @@ const getManySQL = `SELECT key, ` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
 
-// claimSQL claims one or more calls of one scope in one round trip
-// (idem_claim, migration 4): one row per key, in order. won: the caller
-// holds the claim; prior: the status of the record before (NULL: none).
-// A completed, in-flight or mismatched key is answered by one read,
-// without writing.
+// claimSQL claims one call (idem_claim, migration 4). won: the caller
+// holds the claim; prior: the status of the record before (NULL: none). A
+// completed, in-flight or mismatched key is answered by one read, without
+// writing.
+//
+// Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
+// $6 scope TTL (µs), $7 the Claim's nonce (see idem_records.claim_nonce).
+const claimSQL = `SELECT won, prior, ` + RecordColumns + `
+FROM /* schema */idem_claim($1, $2, $3, $4, $5, $6, $7)`
+
+// claimManySQL claims several calls of one scope in one round trip
+// (idem_claim_many: idem_claim for each), one row per key, in order.
 //
 // Parameters: $1 scope, $2 keys, $3 tools, $4 fingerprints (one per key),
-// $5 lease (µs), $6 scope TTL (µs), $7 the Claim's nonce (see
-// idem_records.claim_nonce).
-const claimSQL = `SELECT key, won, prior, ` + RecordColumns + `
-FROM /* schema */idem_claim($1, $2, $3, $4, $5, $6, $7)`
+// $5 lease (µs), $6 scope TTL (µs), $7 the ClaimMany's nonce.
+const claimManySQL = `SELECT key, won, prior, ` + RecordColumns + `
+FROM /* schema */idem_claim_many($1, $2, $3, $4, $5, $6, $7)`
 
 // putSQL stores a completed record unless the key has a live one
 // (probe-then-store mode; idem_put, migration 4). stored: this call stored

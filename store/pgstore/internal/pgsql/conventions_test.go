@@ -93,7 +93,12 @@ func stripLineComments(sql string) string {
 	return strings.Join(lines, "\n")
 }
 
-var storeObject = regexp.MustCompile(`(/\* schema \*/)?\bidem_(records|scopes|claim|put|extend_scope|resolve|token_seq|scope_expiry)\b`)
+var storeObject = regexp.MustCompile(`(/\* schema \*/)?\bidem_(records|scopes|claim|claim_many|claim_result|put|extend_scope|resolve|remove_expired_here|token_seq|scope_expiry)\b`)
+
+// definitions are the function definitions of the functions' migration:
+// the text between $sql$ quotes, which the migration runs with each marker
+// replaced by the schema.
+var definitions = regexp.MustCompile(`(?s)\$sql\$(.*?)\$sql\$`)
 
 // The schema is written the one way New replaces: every table and function
 // of the store is marked, and New leaves no marker behind.
@@ -102,6 +107,14 @@ func TestEveryStoreObjectCarriesTheSchemaMarker(t *testing.T) {
 	for _, n := range pgsql.AsWritten().All() {
 		for _, m := range storeObject.FindAllStringSubmatch(n.SQL, -1) {
 			require.NotEmpty(t, m[1], "%s names %s without the schema marker", n.Name, m[0])
+		}
+	}
+	migration := sources(t)[functionsMigration]
+	defs := definitions.FindAllStringSubmatch(migration, -1)
+	require.NotEmpty(t, defs)
+	for _, d := range defs {
+		for _, m := range storeObject.FindAllStringSubmatch(stripLineComments(d[1]), -1) {
+			require.NotEmpty(t, m[1], "%s: a function names %s without the schema marker", functionsMigration, m[0])
 		}
 	}
 	for _, n := range pgsql.New(`"my schema"`).All() {

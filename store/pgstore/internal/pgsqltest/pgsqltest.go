@@ -30,7 +30,7 @@ func sum(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 // of ExtendScope and DeleteScope: on Citus each must be routed to the one
 // worker that holds its scope.
 var CallPath = []string{
-	"Get", "GetMany", "Claim", "Put", "Complete", "Release", "Renew", "Watch", "WaitCheck", "Read",
+	"Get", "GetMany", "Claim", "ClaimMany", "Put", "Complete", "Release", "Renew", "Watch", "WaitCheck", "Read",
 	"ExtendScope", "DeleteScopeRow", "DeleteScopeRecords",
 }
 
@@ -52,6 +52,8 @@ func Args(name, schema string) ([]any, error) {
 	case "GetMany":
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
 	case "Claim":
+		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
+	case "ClaimMany":
 		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
 			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
 	case "Put":
@@ -81,7 +83,7 @@ func Args(name, schema string) ([]any, error) {
 	case "Session":
 		return nil, nil
 	case "Distribution":
-		return []any{records, pgx.Identifier{schema, "idem_claim"}.Sanitize() + "(text, bytea[], text[], bytea[], bigint, bigint, bytea)"}, nil
+		return []any{records, pgx.Identifier{schema, "idem_claim"}.Sanitize() + "(text, bytea, text, bytea, bigint, bigint, bytea)"}, nil
 	case "CleanupScopes":
 		return []any{records}, nil
 	case "RemoveExpiredHere":
