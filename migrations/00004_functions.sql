@@ -103,23 +103,22 @@ $fn$
 $sql$);
 -- +goose StatementEnd
 
--- idem_claim is the exclusive mode's one atomic step for one call: p_key
--- with p_tool and p_fingerprint, in p_scope. It returns one row.
+-- idem_claim takes the key of one call (p_key with p_tool and
+-- p_fingerprint, in p_scope) for the caller when it may: when there is no
+-- record, or a dead, lapsed or released one. The store calls it after a
+-- read that found no record deciding the answer by itself (a live
+-- completed record, a live claim, a record of another call): a replay
+-- never comes here. It returns one row, prior left NULL (the caller read
+-- the record before).
 --
--- The key's record is read first. When it decides the answer by itself (a
--- live completed record, a live claim, a record of another call) it is
--- returned and nothing is written: a replay costs one primary-key read. A
--- pending record carrying p_nonce with a live lease is the caller's own
--- claim, granted by an earlier run of this same Claim whose reply was lost:
--- it is returned as won.
---
--- Otherwise (no record, a dead, lapsed or released one) the key is taken
--- with INSERT … ON CONFLICT DO UPDATE … WHERE it may be taken. A record that
--- another caller wrote after the read is invisible to the read but not to
--- ON CONFLICT, which locks its latest version and re-decides on it; when
--- it may not be taken, the locked record is read again and returned (won
--- only if it carries p_nonce). So every decision is made on the record's
--- latest version, under its row lock.
+-- The key is taken with INSERT … ON CONFLICT DO UPDATE … WHERE it may be
+-- taken. ON CONFLICT sees and locks the record's latest version, also one
+-- written after the caller's read, and the WHERE re-decides on it; when it
+-- may not be taken (another caller's claim or outcome got there first), the
+-- locked record is read again and returned, won only if it is pending and
+-- carries p_nonce (the caller's own claim, granted by an earlier run of the
+-- same Claim whose reply was lost). So every decision is made on the
+-- record's latest version, under its row lock.
 -- +goose StatementBegin
 SELECT pg_temp.idem_define($sql$
 CREATE FUNCTION /* schema */idem_claim(
@@ -130,26 +129,8 @@ LANGUAGE plpgsql
 AS $fn$
 DECLARE
     v_now     timestamptz := now();
-    v_prior   smallint;
-    v_expires timestamptz;
+    v_expires timestamptz := /* schema */idem_scope_expiry(p_scope, p_ttl, v_now);
 BEGIN
-    RETURN QUERY
-    SELECT r.key, r.status = 1 /* pending */ AND r.claim_nonce IS NOT DISTINCT FROM p_nonce, r.status,
-        r.status, r.tool, r.fingerprint, r.outcome_kind, r.encoding, r.result, r.token, r.lease_until,
-        r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at
-    FROM /* schema */idem_records r
-    WHERE r.scope = p_scope AND r.key = p_key
-      AND NOT (
-              (r.expires_at <= v_now AND NOT (r.status = 1 /* pending */ AND r.lease_until > v_now)) -- dead
-           OR (r.status = 1 /* pending */ AND r.lease_until <= v_now
-               AND r.fingerprint = p_fingerprint)                                                 -- lapsed
-           OR r.status = 3 /* released */);
-    IF FOUND THEN
-        RETURN;
-    END IF;
-
-    SELECT r.status INTO v_prior FROM /* schema */idem_records r WHERE r.scope = p_scope AND r.key = p_key;
-    v_expires := /* schema */idem_scope_expiry(p_scope, p_ttl, v_now);
     RETURN QUERY
     INSERT INTO /* schema */idem_records AS r
         (scope, key, status, tool, fingerprint, token, lease_until, attempts,
@@ -187,7 +168,7 @@ BEGIN
        OR (r.status = 1 /* pending */ AND r.lease_until <= v_now
            AND r.fingerprint = excluded.fingerprint)                                            -- lapsed
        OR r.status = 3 /* released */                                                           -- released
-    RETURNING r.key, true, v_prior,
+    RETURNING r.key, true, NULL::smallint,
         r.status, r.tool, r.fingerprint, r.outcome_kind, r.encoding, r.result, r.token, r.lease_until,
         r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at;
     IF FOUND THEN
@@ -196,7 +177,7 @@ BEGIN
 
     -- Another caller's record, locked by ON CONFLICT: as it is now.
     RETURN QUERY
-    SELECT r.key, r.status = 1 /* pending */ AND r.claim_nonce IS NOT DISTINCT FROM p_nonce, v_prior,
+    SELECT r.key, r.status = 1 /* pending */ AND r.claim_nonce IS NOT DISTINCT FROM p_nonce, NULL::smallint,
         r.status, r.tool, r.fingerprint, r.outcome_kind, r.encoding, r.result, r.token, r.lease_until,
         r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at
     FROM /* schema */idem_records r
@@ -206,9 +187,14 @@ $fn$
 $sql$);
 -- +goose StatementEnd
 
--- idem_claim_many is idem_claim for several calls of one scope in one round
--- trip (a turn's misses): p_keys[i] with p_tools[i] and p_fingerprints[i],
--- one row per key, in order.
+-- idem_claim_many is the exclusive mode's step for several calls of one
+-- scope in one round trip (a turn's misses): p_keys[i] with p_tools[i] and
+-- p_fingerprints[i], one row per key, in order. Each key's record is read
+-- first: when it decides the answer by itself it is returned as it is,
+-- without writing (won if it is the caller's own claim, by p_nonce);
+-- otherwise idem_claim takes the key. prior is the status first read
+-- (NULL: no record), which tells a claim over a released record from a
+-- takeover.
 -- +goose StatementBegin
 SELECT pg_temp.idem_define($sql$
 CREATE FUNCTION /* schema */idem_claim_many(
@@ -217,11 +203,32 @@ CREATE FUNCTION /* schema */idem_claim_many(
 RETURNS SETOF /* schema */idem_claim_result
 LANGUAGE plpgsql
 AS $fn$
+DECLARE
+    v_now     timestamptz := now();
+    v_prior   smallint;
+    v_decides boolean;
 BEGIN
     FOR i IN 1 .. coalesce(cardinality(p_keys), 0) LOOP
-        RETURN QUERY
-        SELECT * FROM /* schema */idem_claim(
-            p_scope, p_keys[i], p_tools[i], p_fingerprints[i], p_lease, p_ttl, p_nonce);
+        SELECT r.status,
+               NOT ((r.expires_at <= v_now AND NOT (r.status = 1 /* pending */ AND r.lease_until > v_now)) -- dead
+                 OR (r.status = 1 /* pending */ AND r.lease_until <= v_now
+                     AND r.fingerprint = p_fingerprints[i])                                              -- lapsed
+                 OR r.status = 3 /* released */)
+        INTO v_prior, v_decides
+        FROM /* schema */idem_records r WHERE r.scope = p_scope AND r.key = p_keys[i];
+        IF v_decides THEN
+            RETURN QUERY
+            SELECT r.key, r.status = 1 /* pending */ AND r.claim_nonce IS NOT DISTINCT FROM p_nonce, r.status,
+                r.status, r.tool, r.fingerprint, r.outcome_kind, r.encoding, r.result, r.token, r.lease_until,
+                r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at
+            FROM /* schema */idem_records r WHERE r.scope = p_scope AND r.key = p_keys[i];
+        ELSE
+            RETURN QUERY
+            SELECT c.key, c.won, v_prior,
+                c.status, c.tool, c.fingerprint, c.outcome_kind, c.encoding, c.result, c.token, c.lease_until,
+                c.attempts, c.created_at, c.updated_at, c.expires_at, c.last_error, c.claimed_at
+            FROM /* schema */idem_claim(p_scope, p_keys[i], p_tools[i], p_fingerprints[i], p_lease, p_ttl, p_nonce) c;
+        END IF;
     END LOOP;
 END
 $fn$

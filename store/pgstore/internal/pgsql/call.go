@@ -22,18 +22,39 @@ const getManySQL = `SELECT key, ` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
 
-// claimSQL claims one call (idem_claim, migration 4). won: the caller
-// holds the claim; prior: the status of the record before (NULL: none). A
-// completed, in-flight or mismatched key is answered by one read, without
-// writing.
+// claimReadSQL is Claim's first look, a primary-key read. decides: the
+// record answers by itself (a live completed record, a live claim, a record
+// of another call), and the store decides from it without writing: a
+// replay costs what a SELECT costs. won: the record is a pending one
+// carrying the Claim's nonce, the Claim's own claim granted by an earlier
+// run whose reply was lost. No row, or a record that does not decide (dead,
+// lapsed or released): claimSQL takes the key, and the status read here is
+// the claim's prior.
+//
+// Parameters: $1 scope, $2 key, $3 fingerprint, $4 the Claim's nonce.
+const claimReadSQL = `SELECT
+	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
+	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = $3)        -- lapsed
+	  OR status = 3 /* released */) AS decides,
+	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
+	` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = $2`
+
+// claimSQL takes the key of one call when it may (idem_claim, migration
+// 4), deciding again under the record's row lock on its latest version.
+// won: the caller holds the claim (otherwise the record is another
+// caller's, which got there after claimReadSQL).
 //
 // Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
 // $6 scope TTL (µs), $7 the Claim's nonce (see idem_records.claim_nonce).
-const claimSQL = `SELECT won, prior, ` + RecordColumns + `
+const claimSQL = `SELECT won, ` + RecordColumns + `
 FROM /* schema */idem_claim($1, $2, $3, $4, $5, $6, $7)`
 
 // claimManySQL claims several calls of one scope in one round trip
-// (idem_claim_many: idem_claim for each), one row per key, in order.
+// (idem_claim_many: for each key, a read that decides by itself when it
+// can, else idem_claim), one row per key, in order. prior: the status
+// first read (NULL: none).
 //
 // Parameters: $1 scope, $2 keys, $3 tools, $4 fingerprints (one per key),
 // $5 lease (µs), $6 scope TTL (µs), $7 the ClaimMany's nonce.

@@ -9,7 +9,7 @@ const SchemaMarker = "/* schema */"
 // Statements holds the SQL of one store, its schema filled in.
 type Statements struct {
 	// The call path.
-	Get, GetMany, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	Get, GetMany, ClaimRead, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
 	// Scope maintenance.
 	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
 	// The operators' API.
@@ -37,6 +37,7 @@ func build(fill func(string) string) Statements {
 	return Statements{
 		Get:                fill(getSQL),
 		GetMany:            fill(getManySQL),
+		ClaimRead:          fill(claimReadSQL),
 		Claim:              fill(claimSQL),
 		ClaimMany:          fill(claimManySQL),
 		Put:                fill(putSQL),
@@ -69,7 +70,7 @@ type Named struct {
 // All lists every statement, for tests that check them all.
 func (s Statements) All() []Named {
 	return []Named{
-		{"Get", s.Get}, {"GetMany", s.GetMany}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
+		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
 		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
 		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
