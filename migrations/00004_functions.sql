@@ -34,6 +34,12 @@
 
 -- +goose Up
 
+-- On a Citus coordinator whose tables are distributed already, DDL on them
+-- runs over several connections per worker unless told otherwise, and
+-- Citus then refuses to create a type or a function later in the same
+-- transaction. On plain PostgreSQL this sets a placeholder nobody reads.
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
+
 -- The nonce of the latest claim: random bytes the caller drew for one Claim
 -- and sends again when it retries that Claim after losing the reply. A
 -- pending record carrying the caller's nonce is the caller's own claim.
@@ -449,6 +455,7 @@ DROP FUNCTION pg_temp.idem_define(text);
 
 -- +goose Down
 
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
 DROP FUNCTION idem_remove_expired_here(text, text, integer);
 DROP FUNCTION idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text);
 DROP FUNCTION idem_extend_scope(text, bigint);

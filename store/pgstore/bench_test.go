@@ -90,37 +90,6 @@ func (e *benchEnv) seed(b *testing.B, scope string, from, to int, ttl string) {
 	require.NoError(b, err)
 }
 
-// runClients runs op b.N times in all, spread over clients goroutines; op
-// gets the client's and the operation's number. The first error fails the
-// benchmark.
-func runClients(b *testing.B, clients int, op func(client, i int) error) {
-	b.Helper()
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	b.ResetTimer()
-	for c := range clients {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				if err := op(c, i); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	require.NoError(b, firstErr)
-}
-
 // pairBlock is how many operations of one kind a caller runs before it
 // switches to the other: enough to keep each kind's statement warm, few
 // enough that both kinds see the same moments of the machine's load.

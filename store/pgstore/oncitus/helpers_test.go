@@ -2,7 +2,6 @@ package oncitus_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +51,3 @@ func entry(id, args string) store.Entry {
 func success(s string) store.Outcome {
 	return store.Outcome{Kind: store.KindSuccess, Result: []byte(s)}
 }
-
-// logBuffer collects a store's log lines.
-type logBuffer struct{ strings.Builder }
