@@ -74,6 +74,9 @@ FROM /* schema */idem_put($1, $2, $3, $4, $5, $6, $7, $8)`
 // record takes the scope's current expiry, so a claim whose lease outlived
 // its scope's expiry and restart is completed into the live scope; a dead
 // one (scope and lease both expired) stays expired and is never replayed.
+// A record whose expiry has not passed has the scope's current one already
+// (every change of a live scope's expiry is copied into its records), so
+// only a record whose scope expired while its lease ran reads the scope.
 // watched says whether a waiter marked the record: the store then sends
 // notifySQL once the write is committed (on Citus a notification sent on a
 // worker never reaches a listener on the coordinator; and a notifying
@@ -90,7 +93,8 @@ UPDATE /* schema */idem_records AS r SET
 	status = 2 /* completed */, outcome_kind = $4, encoding = $5, result = $6,
 	updated_at = c.t,
 	expires_at = CASE
-		WHEN r.expires_at > c.t OR r.lease_until > c.t
+		WHEN r.expires_at > c.t THEN r.expires_at
+		WHEN r.lease_until > c.t
 		THEN COALESCE(
 			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
 			 WHERE sc.scope = $1 AND sc.expires_at > c.t),
