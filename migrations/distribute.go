@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	schemapkg "github.com/idemstore/idemstore/migrations/schema"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Distributing a schema on Citus.
@@ -24,6 +26,35 @@ const (
 	tokenSequence      = "idem_token_seq"
 	distributionColumn = "scope"
 )
+
+// distributedFunction is a function of migration 4 as Distribute registers
+// it with Citus.
+type distributedFunction struct {
+	// signature is the function's name and argument types.
+	signature string
+	// delegated: its calls go to the worker that holds the scope of its
+	// p_scope argument (and the function is colocated with idem_records);
+	// otherwise it is only created on every node, for the others to call.
+	delegated bool
+	// forceDelegation: its calls are delegated inside a transaction block
+	// too (the store calls it in a READ COMMITTED transaction of its own).
+	forceDelegation bool
+}
+
+// distributedFunctions are the functions of migration 4.
+var distributedFunctions = []distributedFunction{
+	{signature: "idem_scope_expiry(text, bigint, timestamptz)"},
+	{signature: "idem_claim(text, bytea, text, bytea, bigint, bigint, bytea)", delegated: true},
+	{signature: "idem_claim_many(text, bytea[], text[], bytea[], bigint, bigint, bytea)", delegated: true},
+	{signature: "idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint)", delegated: true},
+	{signature: "idem_extend_scope(text, bigint)", delegated: true, forceDelegation: true},
+	{signature: "idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text)", delegated: true},
+	{signature: "idem_remove_expired_here(text, text, integer)", delegated: true},
+}
+
+// distributionArgument is the argument by which the functions are
+// distributed: the scope, like the tables.
+const distributionArgument = "p_scope"
 
 // ErrNotCitus is what a *NotCitusError unwraps to: Distribute was pointed at
 // a database that is not a Citus coordinator, so it changed nothing.
@@ -81,9 +112,18 @@ type TxBeginner interface {
 //     drawn on different workers never collide, and all of them exceed the
 //     coordinator's, which drew the tokens of a store used before it was
 //     distributed;
+//   - the functions of migration 4 (idem_claim, idem_claim_many, idem_put,
+//     idem_extend_scope, idem_resolve, idem_remove_expired_here) are registered with create_distributed_function,
+//     distributed by their p_scope argument and colocated with idem_records:
+//     a call is delegated to the worker holding the scope's shards and runs
+//     whole there, one round trip (idem_extend_scope also inside a
+//     transaction block: force_delegation). Their helper idem_scope_expiry
+//     is created on every node;
 //   - the version table idem_goose_version stays a local table on the
 //     coordinator; migrations keep working on the distributed tables (Citus
-//     propagates their DDL).
+//     propagates their DDL). A migration that recreates the functions (a
+//     Down and Up of migration 4) leaves them undelegated until Distribute
+//     runs again.
 //
 // Rows already in the tables are copied into the shards (writes wait while
 // they are copied, so distribute a large live store in a quiet moment) and
@@ -95,40 +135,82 @@ type TxBeginner interface {
 // waits for, and is waited for by, a concurrent migration or Distribute.
 //
 // It fails with a *contract.InputError for a bad schema name, a *NotCitusError
-// on plain PostgreSQL or a Citus worker, a *schema.NotMigratedError when the
-// schema is not migrated to schema.Latest, a *DistributionError when a table is
+// on plain PostgreSQL or a Citus worker, a *schema.NotMigratedError when the schema
+// is not migrated to Latest(), a *DistributionError when a table is
 // distributed otherwise, and the database's error otherwise. On failure
 // nothing is changed.
-func Distribute(ctx context.Context, q TxBeginner, name string) error {
-	if err := schemapkg.Validate(name); err != nil {
+func Distribute(ctx context.Context, q TxBeginner, schema string) error {
+	if err := schemapkg.Validate(schema); err != nil {
 		return err
 	}
+	for attempt := 1; ; attempt++ {
+		err := distribute(ctx, q, schema)
+		if attempt == distributeAttempts || !isDeadlock(err) {
+			return err
+		}
+	}
+}
+
+// distributeLockID is the advisory lock every Distribute holds while it
+// runs: lockID of a name no schema can have (it holds a space).
+var distributeLockID = lockID(" distribute")
+
+// distributeAttempts bounds how often Distribute starts over after a
+// deadlock: Citus' DDL on distributed objects (registering a function,
+// dropping a schema) takes locks on every node, and two such commands at
+// once, in different schemas, can deadlock; the one PostgreSQL aborts may
+// simply run again.
+const distributeAttempts = 3
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// distribute is one attempt of Distribute, in one transaction.
+func distribute(ctx context.Context, q TxBeginner, schema string) error {
 	tx, err := q.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("distribute name %q: %w", name, err)
+		return fmt.Errorf("distribute schema %q: %w", schema, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if err := requireCoordinator(ctx, tx, name); err != nil {
+	if err := requireCoordinator(ctx, tx, schema); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(name)); err != nil {
-		return fmt.Errorf("distribute name %q: lock: %w", name, err)
+	// Citus registers a function over one connection per node, which it
+	// cannot do after it created shards over several in the same
+	// transaction: create them over one as well.
+	if _, err := tx.Exec(ctx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
+		return fmt.Errorf("distribute schema %q: %w", schema, err)
 	}
-	if err := schemapkg.Check(ctx, tx, name); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(schema)); err != nil {
+		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
+	}
+	// And one Distribute at a time in the cluster, whatever the schema: two
+	// registering functions at once deadlock on Citus' own locks.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", distributeLockID); err != nil {
+		return fmt.Errorf("distribute schema %q: lock: %w", schema, err)
+	}
+	if err := schemapkg.Check(ctx, tx, schema); err != nil {
 		return err
 	}
-	if err := distributeTable(ctx, tx, name, scopesTable, "none"); err != nil {
+	if err := distributeTable(ctx, tx, schema, scopesTable, "none"); err != nil {
 		return err
 	}
-	scopes := pgx.Identifier{name, scopesTable}.Sanitize()
-	if err := distributeTable(ctx, tx, name, recordsTable, scopes); err != nil {
+	scopes := pgx.Identifier{schema, scopesTable}.Sanitize()
+	if err := distributeTable(ctx, tx, schema, recordsTable, scopes); err != nil {
 		return err
 	}
-	if err := distributeTokenSequence(ctx, tx, name); err != nil {
+	if err := distributeTokenSequence(ctx, tx, schema); err != nil {
 		return err
+	}
+	for _, f := range distributedFunctions {
+		if err := distributeFunction(ctx, tx, schema, f); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("distribute name %q: commit: %w", name, err)
+		return fmt.Errorf("distribute schema %q: commit: %w", schema, err)
 	}
 	return nil
 }
@@ -183,6 +265,42 @@ func distributeTokenSequence(ctx context.Context, tx pgx.Tx, schema string) erro
 		if _, err := tx.Exec(ctx, ddl); err != nil {
 			return fmt.Errorf("distribute schema %q: token sequence: %w", schema, err)
 		}
+	}
+	return nil
+}
+
+// distributeFunction registers f of schema with Citus as Distribute
+// describes, unless it is registered so already.
+func distributeFunction(ctx context.Context, tx pgx.Tx, schema string, f distributedFunction) error {
+	// The signature is a regprocedure literal; the schema is validated, so
+	// the quoted name holds no single quote.
+	name := pgx.Identifier{schema}.Sanitize() + "." + f.signature
+	records := pgx.Identifier{schema, recordsTable}.Sanitize()
+	var done bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
+		WHERE o.classid = 'pg_proc'::regclass AND o.objid = $1::regprocedure
+		  AND (NOT $2 OR (o.distribution_argument_index = 0
+		                  AND o.colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = $3::regclass)
+		                  AND coalesce(o.force_delegation, false) = $4)))`,
+		name, f.delegated, records, f.forceDelegation).Scan(&done)
+	if err != nil {
+		return fmt.Errorf("distribute schema %q: inspect function %s: %w", schema, f.signature, err)
+	}
+	if done {
+		return nil
+	}
+	if !f.delegated {
+		_, err = tx.Exec(ctx, "SELECT create_distributed_function($1::regprocedure)", name)
+	} else {
+		var force *bool // NULL: Citus' default (no forced delegation)
+		if f.forceDelegation {
+			force = &f.forceDelegation
+		}
+		_, err = tx.Exec(ctx, `SELECT create_distributed_function($1::regprocedure, $2::text,
+			colocate_with => $3::text, force_delegation => $4::boolean)`, name, distributionArgument, records, force)
+	}
+	if err != nil {
+		return fmt.Errorf("distribute schema %q: distribute function %s: %w", schema, f.signature, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/idemstore/idemstore/internal/citustest"
 	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/migrations"
+	migschema "github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -47,6 +49,13 @@ func citusTableOf(t *testing.T, pool *pgxpool.Pool, schema, table string) citusT
 // requireDistributed checks the layout Distribute promises.
 func requireDistributed(t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
+	requireTablesDistributed(t, pool, schema)
+	requireFunctionsDelegated(t, pool, schema, citusTableOf(t, pool, schema, "idem_records").colocation)
+}
+
+// requireTablesDistributed checks the tables' part of the layout.
+func requireTablesDistributed(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
 	scopes := citusTableOf(t, pool, schema, "idem_scopes")
 	records := citusTableOf(t, pool, schema, "idem_records")
 	require.True(t, scopes.found && records.found, "both tables are distributed")
@@ -56,6 +65,41 @@ func requireDistributed(t *testing.T, pool *pgxpool.Pool, schema string) {
 	require.Equal(t, "scope", records.column)
 	require.Equal(t, scopes.colocation, records.colocation, "colocated")
 	require.False(t, citusTableOf(t, pool, schema, "idem_goose_version").found, "the version table stays local")
+}
+
+// requireFunctionsDelegated checks that the functions of migration 4 are
+// Citus functions: delegated by their first argument (p_scope) and
+// colocated with idem_records, idem_extend_scope also inside transaction
+// blocks; their helper only created on every node.
+func requireFunctionsDelegated(t *testing.T, pool *pgxpool.Pool, schema string, colocation int64) {
+	t.Helper()
+	for fn, force := range map[string]bool{
+		"idem_claim(text, bytea, text, bytea, bigint, bigint, bytea)":                  false,
+		"idem_claim_many(text, bytea[], text[], bytea[], bigint, bigint, bytea)":       false,
+		"idem_put(text, bytea, text, bytea, smallint, smallint, bytea, bigint)":        false,
+		"idem_extend_scope(text, bigint)":                                              true,
+		"idem_resolve(text, bytea, bigint, smallint, smallint, smallint, bytea, text)": false,
+		"idem_remove_expired_here(text, text, integer)":                                false,
+		"idem_scope_expiry(text, bigint, timestamptz)":                                 false,
+	} {
+		var (
+			argument, group *int64
+			forced          *bool
+		)
+		err := pool.QueryRow(context.Background(), `SELECT distribution_argument_index, colocationid, force_delegation
+			FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure`,
+			pgx.Identifier{schema}.Sanitize()+"."+fn).Scan(&argument, &group, &forced)
+		require.NoError(t, err, "%s is a Citus function", fn)
+		if strings.HasPrefix(fn, "idem_scope_expiry") {
+			require.Nil(t, argument, "%s is only created on every node", fn)
+			continue
+		}
+		require.NotNil(t, argument, fn)
+		require.Zero(t, *argument, "%s is distributed by p_scope", fn)
+		require.NotNil(t, group, fn)
+		require.Equal(t, colocation, *group, "%s is colocated with idem_records", fn)
+		require.Equal(t, force, forced != nil && *forced, "%s force_delegation", fn)
+	}
 }
 
 func TestDistributeRefusesPlainPostgreSQL(t *testing.T) {
@@ -197,7 +241,7 @@ func TestDistributeRefusesAnUnmigratedSchema(t *testing.T) {
 		require.NoError(t, err)
 	})
 	err = migrations.Distribute(ctx, pool, empty)
-	require.True(t, errors.Is(err, schemapkg.ErrNotMigrated), "%v", err)
+	require.True(t, errors.Is(err, migschema.ErrNotMigrated), "%v", err)
 }
 
 func TestDistributeRefusesATableCitusHoldsOtherwise(t *testing.T) {
@@ -241,8 +285,11 @@ func TestMigrationsStillRunOnADistributedSchema(t *testing.T) {
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 	require.NoError(t, schemapkg.Check(ctx, pool, schema))
+	requireTablesDistributed(t, pool, schema)
+	// Migration 4 created its functions anew: Distribute delegates them
+	// again, and changes nothing else.
+	require.NoError(t, migrations.Distribute(ctx, pool, schema))
 	requireDistributed(t, pool, schema)
-	require.NoError(t, migrations.Distribute(ctx, pool, schema), "and Distribute after a migration changes nothing")
 
 	// All the way down (the token sequence is dropped after the table whose
 	// default it is) and up again.

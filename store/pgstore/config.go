@@ -70,13 +70,16 @@ type Config struct {
 	// MaxRetries bounds how often one operation is sent again after a
 	// failure that cannot have taken effect: a connection lost before the
 	// statement was sent, a serialization failure (SQLSTATE 40001), a
-	// deadlock (40P01), or a server that dropped the connection with an
-	// error (class 08, 57P01-57P03). Reads, and writes whose repetition is
-	// harmless, are also retried after a connection lost mid-statement; a
-	// Complete, Release or Renew that lost its acknowledgement is settled by
-	// reading the record back instead (see Complete). The caller's deadline
-	// and cancellation are never retried. Defaults to DefaultMaxRetries; set
-	// it negative for no retries.
+	// deadlock (40P01), a server that dropped the connection with an
+	// error (class 08, 57P01-57P03), or a read-only session (25006: a primary
+	// demoted by a failover; its connection is dropped, and a new one may
+	// reach the new primary). Reads, and writes whose repetition is
+	// harmless (a Claim, which resends its nonce), are also retried after a
+	// connection lost mid-statement; a Complete, Release or Renew that lost
+	// its acknowledgement is settled by reading the record back instead
+	// (see Complete). The caller's deadline and cancellation are never
+	// retried. Defaults to DefaultMaxRetries; set it negative for no
+	// retries.
 	MaxRetries int
 	// RetryBackoff is the delay before the first retry; each later one
 	// doubles it, up to MaxRetryBackoff, and every delay is jittered (a

@@ -143,7 +143,8 @@ func TestScopeOf10000BytesIsRejected(t *testing.T) {
 }
 
 // Every hot operation is one statement: one round trip once the
-// connection has prepared it.
+// connection has prepared it. A Claim that replays is one read; one that
+// claims reads, then claims: two.
 func TestEachOperationIsOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -166,6 +167,11 @@ func TestEachOperationIsOneStatement(t *testing.T) {
 				rc = mustClaim(ctx, t, st, "run", r, time.Hour)
 			},
 			"2 Renew": func() { _, err := st.Renew(ctx, c, time.Hour); require.NoError(t, err) },
+			"5b Claim replay": func() {
+				res, err := st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
+				require.NoError(t, err)
+				require.Equal(t, store.ClaimCompleted, res.State)
+			},
 			"3 Complete": func() {
 				_, err := st.Complete(ctx, c, success("x"))
 				require.NoError(t, err)
@@ -185,7 +191,7 @@ func TestEachOperationIsOneStatement(t *testing.T) {
 	}
 	run := func(i int, count bool) {
 		m := ops(i)
-		for _, name := range []string{"1 Claim", "2 Renew", "3 Complete", "4 Release", "5 Get", "6 GetMany", "7 Put", "8 RemoveExpired"} {
+		for _, name := range []string{"1 Claim", "2 Renew", "3 Complete", "4 Release", "5 Get", "5b Claim replay", "6 GetMany", "7 Put", "8 RemoveExpired"} {
 			q, p := counter.queries.Load(), counter.prepares.Load()
 			m[name]()
 			if !count {
@@ -193,7 +199,7 @@ func TestEachOperationIsOneStatement(t *testing.T) {
 			}
 			want := int64(1)
 			if name == "1 Claim" {
-				want = 2 // two claims in this step
+				want = 4 // two claims in this step, each a read and a claim
 			}
 			require.Equal(t, want, counter.queries.Load()-q, name)
 			require.Zero(t, counter.prepares.Load()-p, "%s: prepared once per connection", name)

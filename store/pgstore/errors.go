@@ -65,14 +65,44 @@ func (s *Store) translate(op string, err error) error {
 	return &store.UnavailableError{Op: op, Err: err}
 }
 
+// SQLSTATEs the store treats apart.
+const (
+	// sqlstateReadOnly (read_only_sql_transaction): the session is on a
+	// standby, or on a primary that a failover demoted. Retried on a new
+	// connection (a multi-host URL with target_session_attrs=read-write
+	// finds the new primary); refused when it persists.
+	sqlstateReadOnly = "25006"
+	// sqlstateNotSupported (feature_not_supported): a statement the
+	// database refuses, as Citus does with some statements on distributed
+	// tables. Permanent: refused, never retried.
+	sqlstateNotSupported = "0A000"
+)
+
+// dropsConnection reports whether a connection that answered err must not
+// serve another statement: one on a read-only session (the pool would hand
+// out the demoted node's connection again and again), and one that met a
+// Citus planner refusal (Citus leaves a counter of the session set after
+// some refused statements, and that session then never delegates a
+// function call again).
+func dropsConnection(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == sqlstateReadOnly || pgErr.Code == sqlstateNotSupported
+}
+
 // refusal names a PostgreSQL error that no retry can cure, or returns "".
 func refusal(code string) string {
 	switch code {
+	case sqlstateReadOnly:
+		return "the server is read-only: a standby, or a primary demoted by a failover, and new connections found no other; " +
+			"idemstore reads and writes its state on the primary only (connect with target_session_attrs=read-write, never to a replica)"
 	case "42501": // insufficient_privilege
 		return "permission denied (grant the role what docs/operations.md lists)"
 	case "25P02": // in_failed_sql_transaction
 		return "the transaction is aborted (roll it back)"
-	case "0A000": // feature_not_supported
+	case sqlstateNotSupported:
 		return "the database does not support this statement"
 	case "28000", "28P01": // invalid_authorization_specification, invalid_password
 		return "login refused"
@@ -107,9 +137,11 @@ const (
 //     connection failed before the statement was sent; or no connection
 //     could be opened);
 //   - when the server reported an error that a new attempt can cure: a
-//     serialization failure (40001), a deadlock (40P01), or a connection
-//     the server dropped (class 08, 57P01 admin shutdown, 57P02 crash
-//     shutdown, 57P03 cannot connect now). A statement the server answered
+//     serialization failure (40001), a deadlock (40P01), a connection the
+//     server dropped (class 08, 57P01 admin shutdown, 57P02 crash
+//     shutdown, 57P03 cannot connect now), or a read-only session (25006:
+//     the connection is dropped, and a new one may reach the new primary
+//     after a failover). A statement the server answered
 //     with an error took no effect, so rerunning it is safe for any
 //     statement;
 //   - after a failure that may have applied (mayHaveApplied) only under
@@ -134,10 +166,11 @@ func retryable(err error, rr rerun) bool {
 func retryableCode(code string) bool {
 	switch code {
 	case "40001", // serialization_failure
-		"40P01", // deadlock_detected
-		"57P01", // admin_shutdown: the backend was terminated
-		"57P02", // crash_shutdown
-		"57P03": // cannot_connect_now: the server is starting or stopping
+		"40P01",          // deadlock_detected
+		"57P01",          // admin_shutdown: the backend was terminated
+		"57P02",          // crash_shutdown
+		"57P03",          // cannot_connect_now: the server is starting or stopping
+		sqlstateReadOnly: // a demoted primary: a new connection may find the new one
 		return true
 	}
 	return len(code) == 5 && code[:2] == "08" // connection_exception

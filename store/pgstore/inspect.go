@@ -37,9 +37,9 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 	if paging {
 		since = pgtype.Timestamptz{Time: after.UpdatedAt, Valid: true}
 	}
-	sql, args := s.sql.attention, []any{micros(q.StuckAfter), q.FailingAttempts, q.Limit, after.Scope, since, after.Key[:]}
+	sql, args := s.sql.Attention, []any{micros(q.StuckAfter), q.FailingAttempts, q.Limit, after.Scope, since, after.Key[:]}
 	if q.Scope != "" {
-		sql, args[3] = s.sql.attentionInScope, q.Scope
+		sql, args[3] = s.sql.AttentionInScope, q.Scope
 	}
 	var list []store.Attention
 	err = s.do(ctx, "list attention", rerunAlways, func(conn *pgxpool.Conn) error {
@@ -65,8 +65,8 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 
 // ResolveStore stores out as the outcome of the pending or released record
 // of key in scope whose token is token, under a new fencing token, and
-// wakes its waiters; one statement (resolveStoreSQL), plus a read that says
-// why when it was refused. See store.Inspector.
+// wakes its waiters; one statement (idem_resolve, see pgsql), plus a read
+// that says why when it was refused. See store.Inspector.
 func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out store.Outcome) (store.Record, error) {
 	if err := s.checkResolve(ctx, scope, key, token); err != nil {
 		return store.Record{}, err
@@ -75,10 +75,8 @@ func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum,
 		return store.Record{}, err
 	}
 	encoding, data := encodeResult(out.Result)
-	rec, err := s.resolve(ctx, "resolve store", scope, key, token, func(conn *pgxpool.Conn, row *recordScan) error {
-		return conn.QueryRow(ctx, s.sql.resolveStore, scope, key[:], token, int16(out.Kind), encoding, data,
-			s.channel, keyPayload(scope, key)).Scan(row.targets()...)
-	})
+	rec, err := s.resolve(ctx, "resolve store", scope, key, token,
+		int16(store.StatusCompleted), pgtype.Int2{Int16: int16(out.Kind), Valid: true}, pgtype.Int2{Int16: encoding, Valid: true}, data, nil)
 	if err == nil {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: operator stored an outcome",
 			slog.String("scope", scope), slog.String("key", key.String()), slog.Int64("token", rec.Token))
@@ -94,10 +92,8 @@ func (s *Store) ResolveRelease(ctx context.Context, scope string, key keyhash.Su
 		return store.Record{}, err
 	}
 	note = store.SanitizeCause(note)
-	rec, err := s.resolve(ctx, "resolve release", scope, key, token, func(conn *pgxpool.Conn, row *recordScan) error {
-		return conn.QueryRow(ctx, s.sql.resolveRelease, scope, key[:], token, note,
-			s.channel, keyPayload(scope, key)).Scan(row.targets()...)
-	})
+	rec, err := s.resolve(ctx, "resolve release", scope, key, token,
+		int16(store.StatusReleased), pgtype.Int2{}, pgtype.Int2{}, nil, &note)
 	if err == nil {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "idemstore: operator released a record",
 			slog.String("scope", scope), slog.String("key", key.String()), slog.Int64("token", rec.Token),
@@ -106,28 +102,39 @@ func (s *Store) ResolveRelease(ctx context.Context, scope string, key keyhash.Su
 	return rec, err
 }
 
-// resolve runs one resolution statement and, when it changed nothing, reads
-// the record to say why: gone or dead (store.ErrNotFound), completed
+// resolve runs resolveSQL and, when it changed nothing, reads the record
+// to say why: gone or dead (store.ErrNotFound), completed
 // (*store.CompletedError), or at another token (*store.LeaseLostError). A
 // resolution whose connection failed mid-statement is not sent again (it
 // would find its own new token and be refused); the operator lists again.
-func (s *Store) resolve(ctx context.Context, op, scope string, key keyhash.Sum, token int64, f func(*pgxpool.Conn, *recordScan) error) (store.Record, error) {
-	var row recordScan
-	err := s.do(ctx, op, rerunIfNotApplied, func(conn *pgxpool.Conn) error { return f(conn, &row) })
+func (s *Store) resolve(ctx context.Context, op, scope string, key keyhash.Sum, token int64,
+	status int16, kind, encoding pgtype.Int2, result []byte, note *string) (store.Record, error) {
+	var (
+		watched bool
+		row     recordScan
+	)
+	err := s.do(ctx, op, rerunIfNotApplied, func(conn *pgxpool.Conn) error {
+		err := conn.QueryRow(ctx, s.sql.Resolve, scope, key[:], token, status, kind, encoding, result, note).
+			Scan(append([]any{&watched}, row.targets()...)...)
+		if err == nil && watched {
+			s.wake(ctx, conn, keyPayload(scope, key))
+		}
+		return err
+	})
 	if err == nil {
 		return row.record(scope, key)
 	}
 	if !isNoRows(err) {
 		return store.Record{}, s.translate(op, err)
 	}
-	rec, dead, found, err := s.readRecord(ctx, scope, key)
+	rb, err := s.readRecord(ctx, scope, key)
 	switch {
 	case err != nil:
 		return store.Record{}, s.translate(op, err)
-	case !found || dead:
+	case !rb.found || rb.dead:
 		return store.Record{}, store.ErrNotFound
-	case rec.Status == store.StatusCompleted:
-		return store.Record{}, &store.CompletedError{Scope: scope, Key: key, Token: rec.Token}
+	case rb.rec.Status == store.StatusCompleted:
+		return store.Record{}, &store.CompletedError{Scope: scope, Key: key, Token: rb.rec.Token}
 	}
 	return store.Record{}, &store.LeaseLostError{Scope: scope, Key: key, Token: token}
 }

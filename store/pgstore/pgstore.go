@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
 )
 
 // querier is what the store's statements run against. Both *pgxpool.Pool and
@@ -36,7 +37,7 @@ var (
 type Store struct {
 	pool         *pgxpool.Pool
 	schema       string
-	sql          statements
+	sql          pgsql.Statements
 	channel      string
 	defaultTTL   time.Duration
 	limits       store.Limits // with defaults applied
@@ -51,6 +52,7 @@ type Store struct {
 
 	waiters  waiters
 	listener *listener
+	citus    citusState
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
@@ -63,9 +65,12 @@ var _ store.Store = (*Store)(nil)
 
 // New returns a store over pool, using the tables of cfg.Schema (nil cfg
 // means the defaults). It checks that the schema is migrated and gives a
-// *schema.NotMigratedError naming the command to run when it is not, so a deploy
-// that forgot its migration fails at start rather than on the first call.
-// The store does not own pool: Close leaves it open.
+// *schema.NotMigratedError naming the command to run when it is not, so a
+// deploy that forgot its migration fails at start rather than on the first
+// call. It refuses a read-only session (a standby: idemstore state is read
+// and written on the primary only) with a *store.RefusedError, after
+// trying new connections, and finds out whether the schema is distributed
+// on Citus. The store does not own pool: Close leaves it open.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return nil, err
@@ -80,7 +85,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	s := &Store{
 		pool:         pool,
 		schema:       c.Schema,
-		sql:          newStatements(quoteIdent(c.Schema)),
+		sql:          pgsql.New(quoteIdent(c.Schema)),
 		channel:      channelName(c.Schema),
 		defaultTTL:   c.DefaultScopeTTL,
 		limits:       c.Limits.WithDefaults(),
@@ -97,6 +102,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	s.waiters.init()
 	s.listener = newListener(pool, s.channel, s.log, &s.waiters)
 	if err := s.checkSchema(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.inspectSession(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -25,7 +25,7 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	}
 	var row recordScan
 	err := s.do(ctx, "lookup", rerunAlways, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.get, scope, key[:]).Scan(row.targets()...)
+		return conn.QueryRow(ctx, s.sql.Get, scope, key[:]).Scan(row.targets()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.stats.misses.Add(1)
@@ -63,7 +63,7 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 	}
 	err := s.do(ctx, "lookup", rerunAlways, func(conn *pgxpool.Conn) error {
 		clear(found)
-		rows, err := conn.Query(ctx, s.sql.getMany, scope, args)
+		rows, err := conn.Query(ctx, s.sql.GetMany, scope, args)
 		if err != nil {
 			return err
 		}
@@ -88,23 +88,37 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 // errNoRows is what a fenced write reports when its claim is gone.
 var errNoRows = pgx.ErrNoRows
 
-// readRecord reads the record of key in scope whatever its state: found is
-// false when there is none; dead tells a record of an expired scope that is
-// no live claim. It only reads, so it is retried after any connection
-// failure. It settles writes whose acknowledgement was lost, and tells why
-// an operator's resolution was refused.
-func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (rec store.Record, dead, found bool, err error) {
-	var row recordScan
-	targets := append([]any{&dead}, row.targets()...)
-	err = s.do(ctx, "read back", rerunAlways, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.read, scope, key[:]).Scan(targets...)
+// readBack is a record read whatever its state.
+type readBack struct {
+	rec store.Record
+	// found is false when there is no record.
+	found bool
+	// dead: a record of an expired scope that is no live claim.
+	dead bool
+	// watched: a waiter marked it (a write that settles it wakes them).
+	watched bool
+}
+
+// readRecord reads the record of key in scope whatever its state. It only
+// reads, so it is retried after any connection failure. It settles writes
+// whose acknowledgement was lost, and tells why an operator's resolution
+// was refused.
+func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (readBack, error) {
+	var (
+		rb  readBack
+		row recordScan
+	)
+	targets := append([]any{&rb.dead, &rb.watched}, row.targets()...)
+	err := s.do(ctx, "read back", rerunAlways, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, s.sql.Read, scope, key[:]).Scan(targets...)
 	})
 	if isNoRows(err) {
-		return store.Record{}, false, false, nil
+		return readBack{}, nil
 	}
 	if err != nil {
-		return store.Record{}, false, false, err
+		return readBack{}, err
 	}
-	rec, err = row.record(scope, key)
-	return rec, dead, err == nil, err
+	rb.rec, err = row.record(scope, key)
+	rb.found = err == nil
+	return rb, err
 }

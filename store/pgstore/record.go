@@ -37,7 +37,7 @@ func decodeResult(encoding int16, data []byte) ([]byte, error) {
 	return nil, fmt.Errorf("idemstore: stored result has encoding %d, unknown to this build", encoding)
 }
 
-// recordScan holds the scan targets of recordColumns.
+// recordScan holds the scan targets of pgsql.RecordColumns.
 type recordScan struct {
 	status      int16
 	tool        string
@@ -55,7 +55,7 @@ type recordScan struct {
 	claimedAt   pgtype.Timestamptz
 }
 
-// targets returns pointers to the fields, in recordColumns order.
+// targets returns pointers to the fields, in pgsql.RecordColumns order.
 func (r *recordScan) targets() []any {
 	return []any{&r.status, &r.tool, &r.fingerprint, &r.outcomeKind, &r.encoding, &r.result,
 		&r.token, &r.leaseUntil, &r.attempts, &r.createdAt, &r.updatedAt, &r.expiresAt,
@@ -107,7 +107,7 @@ func sumOf(b []byte) (keyhash.Sum, error) {
 }
 
 // forEachRecord scans every row of rows (closing them): first the columns
-// of extra, then the key, then recordColumns; scope says the scope of the
+// of extra, then the key, then pgsql.RecordColumns; scope says the scope of the
 // row just scanned (a column of extra, or the statement's). f gets each
 // record.
 func forEachRecord(rows pgx.Rows, extra []any, scope func() string, f func(store.Record)) error {

@@ -69,14 +69,22 @@ func (s *Store) do(ctx context.Context, op string, rr rerun, f func(conn *pgxpoo
 	}
 }
 
-// once runs f on a connection of the pool, returned to the pool right after.
+// once runs f on a connection of the pool, returned to the pool right
+// after, or closed (and so dropped by the pool) when its error says it must
+// serve no other statement (see dropsConnection).
 func (s *Store) once(ctx context.Context, op string, f func(conn *pgxpool.Conn) error) error {
 	conn, err := s.acquire(ctx, op)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	return f(conn)
+	err = f(conn)
+	if dropsConnection(err) {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Conn().Close(closeCtx)
+	}
+	return err
 }
 
 func (s *Store) logRetry(ctx context.Context, op string, try int, err error) {
@@ -112,16 +120,21 @@ func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done 
 		case err == nil || isNoRows(err):
 			return nil, err
 		case mayHaveApplied(err):
-			rec, _, found, rerr := s.readRecord(ctx, c.Scope, c.Key)
+			rb, rerr := s.readRecord(ctx, c.Scope, c.Key)
 			if rerr != nil {
 				// Whether it took effect stays unknown: say what failed
 				// first. The claim is left as the database has it.
 				return nil, err
 			}
-			mine := found && rec.Token == c.Token
+			rec := rb.rec
+			mine := rb.found && rec.Token == c.Token
 			switch {
 			case mine && done != 0 && rec.Status == done:
 				s.logSettled(ctx, op, c, "it took effect", err)
+				if rb.watched {
+					// The lost write's own wake-up may have been lost with it.
+					s.wake(ctx, nil, keyPayload(c.Scope, c.Key))
+				}
 				return &rec, nil
 			case mine && rec.Status == store.StatusPending:
 				s.logSettled(ctx, op, c, "it did not take effect; sending it again", err)

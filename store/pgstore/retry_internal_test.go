@@ -41,6 +41,8 @@ func TestRetryableAndMayHaveAppliedClassifyEveryFailure(t *testing.T) {
 		{"backend terminated", pg("57P01"), true, true, false},
 		{"server starting", pg("57P03"), true, true, false},
 		{"connection failure reported by the server", pg("08006"), true, true, false},
+		{"read-only session (a demoted primary)", pg("25006"), true, true, false},
+		{"statement not supported (Citus)", pg("0A000"), false, false, false},
 		{"unique violation", pg("23505"), false, false, false},
 		{"check violation", pg("23514"), false, false, false},
 		{"no row", pgx.ErrNoRows, false, false, false},
@@ -50,5 +52,17 @@ func TestRetryableAndMayHaveAppliedClassifyEveryFailure(t *testing.T) {
 		require.Equal(t, tc.ifNotApplied, retryable(tc.err, rerunIfNotApplied), "%s: retryable if not applied", tc.name)
 		require.Equal(t, tc.always, retryable(tc.err, rerunAlways), "%s: retryable always", tc.name)
 		require.Equal(t, tc.mayHaveApplied, mayHaveApplied(tc.err), "%s: may have applied", tc.name)
+	}
+}
+
+// A connection that answered a read-only session's error or a refused
+// statement serves no other; every other failure leaves it to the pool.
+func TestOnlyReadOnlyAndUnsupportedErrorsDropTheConnection(t *testing.T) {
+	t.Parallel()
+	pg := func(code string) error { return fmt.Errorf("query: %w", &pgconn.PgError{Code: code}) }
+	require.True(t, dropsConnection(pg("25006")))
+	require.True(t, dropsConnection(pg("0A000")))
+	for _, err := range []error{nil, pg("40001"), pg("23505"), pg("08006"), io.ErrUnexpectedEOF, context.Canceled} {
+		require.False(t, dropsConnection(err), "%v", err)
 	}
 }

@@ -21,7 +21,8 @@ var scopeTxOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 // not expired, to now + ttl on the database's clock. Records that already
 // expired stay expired: an expired record is never replayed. Extending an
 // unknown or expired scope changes nothing (live claims of an expired scope
-// excepted, which carry over) and is not an error.
+// excepted, which carry over) and is not an error. One statement
+// (idem_extend_scope, see pgsql) in a READ COMMITTED transaction.
 func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration) error {
 	if err := s.checkOpen(ctx); err != nil {
 		return err
@@ -36,15 +37,7 @@ func (s *Store) ExtendScope(ctx context.Context, scope string, ttl time.Duration
 	// happened to the connection.
 	err := s.do(ctx, "extend scope", rerunAlways, func(conn *pgxpool.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, scopeTxOptions, func(tx pgx.Tx) error {
-			var expires time.Time
-			err := tx.QueryRow(ctx, s.sql.extendScope, scope, micros(ttl)).Scan(&expires)
-			if isNoRows(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, s.sql.extendRecords, scope, expires)
+			_, err := tx.Exec(ctx, s.sql.ExtendScope, scope, micros(ttl))
 			return err
 		})
 	})
@@ -64,10 +57,19 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 	var n int64
 	err := s.do(ctx, "delete scope", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, scopeTxOptions, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, s.sql.deleteScopeRow, scope); err != nil {
+			if _, err := tx.Exec(ctx, s.sql.DeleteScopeRow, scope); err != nil {
 				return err
 			}
-			return tx.QueryRow(ctx, s.sql.deleteScopeRecords, scope, s.channel, scopePayload(scope)).Scan(&n)
+			tag, err := tx.Exec(ctx, s.sql.DeleteScopeRecords, scope)
+			if err != nil {
+				return err
+			}
+			n = tag.RowsAffected()
+			if n == 0 {
+				return nil // no record, no waiter
+			}
+			// Delivered at the commit, with the deletion.
+			return s.notify(ctx, tx, scopePayload(scope))
 		})
 	})
 	if err != nil {
@@ -78,9 +80,10 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 
 // RemoveExpired removes up to limit records of expired scopes, never a
 // pending record whose lease is live, and up to limit expired scope rows;
-// it returns how many records it removed. One statement whose row
-// locks are taken with SKIP LOCKED, so that several cleaners (goroutines or
-// processes) share the work without waiting for each other or for writers.
+// it returns how many records it removed. Its row locks are taken with SKIP
+// LOCKED, so that several cleaners (goroutines or processes) share the work
+// without waiting for each other or for writers. On plain PostgreSQL it is
+// one statement; on Citus see removeExpiredOnWorkers.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return 0, err
@@ -88,9 +91,12 @@ func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, &store.InputError{Field: "limit", Problem: "not positive"}
 	}
+	if s.citus.distributed {
+		return s.removeExpiredOnWorkers(ctx, limit)
+	}
 	var n int64
 	err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.removeExpired, limit).Scan(&n)
+		return conn.QueryRow(ctx, s.sql.RemoveExpired, limit).Scan(&n)
 	})
 	if err != nil {
 		return 0, s.translate("remove expired", err)

@@ -122,11 +122,11 @@ func (s *Store) settleCommit(ctx context.Context, info executor.CallInfo, err er
 	if info.Claim.Token <= 0 {
 		return commitUnknown
 	}
-	rec, _, found, rerr := s.readRecord(context.WithoutCancel(ctx), info.Scope, info.Key)
+	rb, rerr := s.readRecord(context.WithoutCancel(ctx), info.Scope, info.Key)
 	switch {
 	case rerr != nil:
 		return commitUnknown
-	case found && rec.Token == info.Claim.Token && rec.Status == store.StatusCompleted:
+	case rb.found && rb.rec.Token == info.Claim.Token && rb.rec.Status == store.StatusCompleted:
 		return commitDone
 	}
 	return commitFailed

@@ -165,9 +165,9 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 		}
 	}()
 	for look := 0; ; look++ {
-		sql := s.sql.waitCheck
+		sql := s.sql.WaitCheck
 		if look == 0 {
-			sql = s.sql.watch
+			sql = s.sql.Watch
 		}
 		var leftUsec int64
 		err := s.do(ctx, "wait", rerunAlways, func(conn *pgxpool.Conn) error {

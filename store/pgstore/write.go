@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -13,16 +11,9 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// putAttempts bounds how often Put reruns its statement when another
-// writer's row appeared after the statement's snapshot (see putSQL). A rerun
-// sees that row, so a second attempt settles it unless the row vanished again
-// meanwhile (deleted scope, cleanup): that needs a pathological interleaving,
-// and the bound turns it into an error instead of a loop.
-const putAttempts = 4
-
 // Put stores out for e in scope unless the key has a live record
 // (probe-then-store mode): the first stored outcome wins. One statement
-// (putSQL), rerun only when it lost a race it could not see.
+// (idem_put, see pgsql); a live record found is returned without writing.
 func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
 	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
 		return store.Record{}, false, err
@@ -53,42 +44,35 @@ func (s *Store) PutTx(ctx context.Context, tx pgx.Tx, scope string, e store.Entr
 func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
 	encoding, data := encodeResult(out.Result)
 	args := []any{scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(opts.TTL(s.defaultTTL))}
-	for range putAttempts {
-		var (
-			stored bool
-			row    recordScan
-		)
-		targets := append([]any{&stored}, row.targets()...)
-		var err error
-		if tx != nil {
-			err = tx.QueryRow(ctx, s.sql.put, args...).Scan(targets...)
-		} else {
-			// Put may be sent again whatever happened to its connection: a
-			// second run finds the first one's record and returns it.
-			err = s.do(ctx, "put", rerunAlways, func(conn *pgxpool.Conn) error {
-				return conn.QueryRow(ctx, s.sql.put, args...).Scan(targets...)
-			})
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return store.Record{}, false, s.translate("put", err)
-		}
-		rec, err := row.record(scope, e.Key)
-		if err != nil {
+	var (
+		stored bool
+		row    recordScan
+	)
+	targets := append([]any{&stored}, row.targets()...)
+	var err error
+	if tx != nil {
+		err = tx.QueryRow(ctx, s.sql.Put, args...).Scan(targets...)
+	} else {
+		// Put may be sent again whatever happened to its connection: a
+		// second run finds the first one's record and returns it.
+		err = s.do(ctx, "put", rerunAlways, func(conn *pgxpool.Conn) error {
+			return conn.QueryRow(ctx, s.sql.Put, args...).Scan(targets...)
+		})
+	}
+	if err != nil {
+		return store.Record{}, false, s.translate("put", err)
+	}
+	rec, err := row.record(scope, e.Key)
+	if err != nil {
+		return store.Record{}, false, err
+	}
+	if !stored {
+		if err := store.CheckFingerprint(scope, e, rec); err != nil {
+			s.stats.mismatches.Add(1)
 			return store.Record{}, false, err
 		}
-		if !stored {
-			if err := store.CheckFingerprint(scope, e, rec); err != nil {
-				s.stats.mismatches.Add(1)
-				return store.Record{}, false, err
-			}
-		}
-		return rec, stored, nil
 	}
-	return store.Record{}, false, &store.UnavailableError{Op: "put",
-		Err: fmt.Errorf("the key's record kept changing under %d attempts", putAttempts)}
+	return rec, stored, nil
 }
 
 // Complete stores out for the claim c and returns the completed record; one
@@ -114,8 +98,14 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	defer cancel()
 	var rec store.Record
 	settled, err := s.fencedWrite(ctx, "complete", c, store.StatusCompleted, func(conn *pgxpool.Conn) error {
-		var err error
-		rec, err = s.complete(ctx, conn, c, out)
+		var (
+			watched bool
+			err     error
+		)
+		rec, watched, err = s.complete(ctx, conn, c, out)
+		if err == nil && watched {
+			s.wake(ctx, conn, keyPayload(c.Scope, c.Key))
+		}
 		return err
 	})
 	switch {
@@ -146,9 +136,13 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
-	rec, err := s.complete(ctx, tx, c, out)
+	rec, watched, err := s.complete(ctx, tx, c, out)
 	if isNoRows(err) {
 		return store.Record{}, store.LeaseLost(c)
+	}
+	if err == nil && watched {
+		// Delivered when tx commits, with the record.
+		err = s.notify(ctx, tx, keyPayload(c.Scope, c.Key))
 	}
 	if err != nil {
 		return store.Record{}, s.translate("complete", err)
@@ -156,18 +150,20 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	return rec, nil
 }
 
-// complete runs completeSQL on q; errors come back untranslated (pgx.ErrNoRows:
-// the token is not current).
-func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out store.Outcome) (store.Record, error) {
+// complete runs completeSQL on q; watched says whether a waiter marked
+// the record (the caller wakes it). Errors come back untranslated
+// (pgx.ErrNoRows: the token is not current).
+func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out store.Outcome) (rec store.Record, watched bool, err error) {
 	encoding, data := encodeResult(out.Result)
 	var row recordScan
-	err := q.QueryRow(ctx, s.sql.complete,
-		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, s.channel, keyPayload(c.Scope, c.Key),
-	).Scan(row.targets()...)
+	err = q.QueryRow(ctx, s.sql.Complete,
+		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data,
+	).Scan(append([]any{&watched}, row.targets()...)...)
 	if err != nil {
-		return store.Record{}, err
+		return store.Record{}, false, err
 	}
-	return row.record(c.Scope, c.Key)
+	rec, err = row.record(c.Scope, c.Key)
+	return rec, watched, err
 }
 
 // Release gives up the claim c after a failed call, so that the next
@@ -185,10 +181,14 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 	ctx, cancel := s.outcomeContext(ctx)
 	defer cancel()
 	_, err := s.fencedWrite(ctx, "release", c, store.StatusReleased, func(conn *pgxpool.Conn) error {
-		var one int
-		return conn.QueryRow(ctx, s.sql.release,
-			c.Scope, c.Key[:], c.Token, s.channel, keyPayload(c.Scope, c.Key), cause,
-		).Scan(&one)
+		var watched bool
+		if err := conn.QueryRow(ctx, s.sql.Release, c.Scope, c.Key[:], c.Token, cause).Scan(&watched); err != nil {
+			return err
+		}
+		if watched {
+			s.wake(ctx, conn, keyPayload(c.Scope, c.Key))
+		}
+		return nil
 	})
 	if isNoRows(err) {
 		return store.LeaseLost(c)
@@ -219,7 +219,7 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 		attempts int32
 	)
 	_, err := s.fencedWrite(ctx, "renew", c, 0, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
+		return conn.QueryRow(ctx, s.sql.Renew, c.Scope, c.Key[:], c.Token, micros(lease)).Scan(&until, &attempts)
 	})
 	if isNoRows(err) {
 		return store.Claim{}, store.LeaseLost(c)

@@ -156,3 +156,26 @@ func TestLateCompleteOfADeadClaimIsNeverReplayed(t *testing.T) {
 	_, err = st.Get(ctx, "run", late.Key)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// A claim whose scope expired while its lease still ran, and whose scope
+// another call then started anew, completes into the live scope: its
+// outcome takes the scope's new expiry and is replayed.
+func TestCompleteOfAClaimThatOutlivedItsScopeJoinsTheRestartedScope(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, nil)
+	long := entry("long", `{}`)
+	res, err := st.Claim(ctx, "run", long, time.Hour, store.WriteOptions{ScopeTTL: 200 * time.Millisecond})
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond) // the scope expires on the database's clock; the lease runs on
+	restart, stored, err := st.Put(ctx, "run", entry("restart", `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Hour})
+	require.NoError(t, err)
+	require.True(t, stored) // starts the scope anew
+
+	rec, err := st.Complete(ctx, res.Claim, success("done"))
+	require.NoError(t, err)
+	require.Equal(t, restart.ExpiresAt, rec.ExpiresAt, "the record took the restarted scope's expiry")
+	got, err := st.Get(ctx, "run", long.Key)
+	require.NoError(t, err)
+	require.Equal(t, []byte("done"), got.Outcome.Result)
+}

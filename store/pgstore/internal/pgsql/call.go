@@ -1,0 +1,177 @@
+package pgsql
+
+// The call path: what the executor's calls send.
+
+// RecordColumns are the columns of a record every statement returning one
+// returns, in this order (pgstore's recordScan scans them so).
+const RecordColumns = `status, tool, fingerprint, outcome_kind, encoding, result,
+	token, lease_until, attempts, created_at, updated_at, expires_at, last_error, claimed_at`
+
+// getSQL is the hit path of probe-then-store mode: one primary-key probe;
+// expired, pending and released records are not found.
+//
+// Parameters: $1 scope, $2 key.
+const getSQL = `SELECT ` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = $2 AND status = 2 /* completed */ AND expires_at > now()`
+
+// getManySQL looks up several keys of one scope in one statement.
+//
+// Parameters: $1 scope, $2 keys.
+const getManySQL = `SELECT key, ` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
+
+// claimReadSQL is Claim's first look, a primary-key read. decides: the
+// record answers by itself (a live completed record, a live claim, a record
+// of another call), and the store decides from it without writing: a
+// replay costs what a SELECT costs. won: the record is a pending one
+// carrying the Claim's nonce, the Claim's own claim granted by an earlier
+// run whose reply was lost. No row, or a record that does not decide (dead,
+// lapsed or released): claimSQL takes the key, and the status read here is
+// the claim's prior.
+//
+// Parameters: $1 scope, $2 key, $3 fingerprint, $4 the Claim's nonce.
+const claimReadSQL = `SELECT
+	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
+	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = $3)        -- lapsed
+	  OR status = 3 /* released */) AS decides,
+	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
+	` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = $2`
+
+// claimSQL takes the key of one call when it may (idem_claim, migration
+// 4), deciding again under the record's row lock on its latest version.
+// won: the caller holds the claim (otherwise the record is another
+// caller's, which got there after claimReadSQL).
+//
+// Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
+// $6 scope TTL (µs), $7 the Claim's nonce (see idem_records.claim_nonce).
+const claimSQL = `SELECT won, ` + RecordColumns + `
+FROM /* schema */idem_claim($1, $2, $3, $4, $5, $6, $7)`
+
+// claimManySQL claims several calls of one scope in one round trip
+// (idem_claim_many: for each key, a read that decides by itself when it
+// can, else idem_claim), one row per key, in order. prior: the status
+// first read (NULL: none).
+//
+// Parameters: $1 scope, $2 keys, $3 tools, $4 fingerprints (one per key),
+// $5 lease (µs), $6 scope TTL (µs), $7 the ClaimMany's nonce.
+const claimManySQL = `SELECT key, won, prior, ` + RecordColumns + `
+FROM /* schema */idem_claim_many($1, $2, $3, $4, $5, $6, $7)`
+
+// putSQL stores a completed record unless the key has a live one
+// (probe-then-store mode; idem_put, migration 4). stored: this call stored
+// it; otherwise the record is the live one found, left as it is.
+//
+// Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 outcome kind,
+// $6 encoding, $7 result, $8 scope TTL (µs).
+const putSQL = `SELECT stored, ` + RecordColumns + `
+FROM /* schema */idem_put($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// completeSQL stores the outcome of a claim whose token is current. A live
+// record takes the scope's current expiry, so a claim whose lease outlived
+// its scope's expiry and restart is completed into the live scope; a dead
+// one (scope and lease both expired) stays expired and is never replayed.
+// A record whose expiry has not passed has the scope's current one already
+// (every change of a live scope's expiry is copied into its records), so
+// only a record whose scope expired while its lease ran reads the scope.
+// watched says whether a waiter marked the record: the store then sends
+// notifySQL once the write is committed (on Citus a notification sent on a
+// worker never reaches a listener on the coordinator; and a notifying
+// commit holds a database-wide lock, which must not be taken for every
+// completion). No row: the token is not current.
+//
+// The clock is statement_timestamp(): CompleteTx may run inside a caller's
+// long transaction.
+//
+// Parameters: $1 scope, $2 key, $3 token, $4 outcome kind, $5 encoding,
+// $6 result.
+const completeSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
+UPDATE /* schema */idem_records AS r SET
+	status = 2 /* completed */, outcome_kind = $4, encoding = $5, result = $6,
+	updated_at = c.t,
+	expires_at = CASE
+		WHEN r.expires_at > c.t THEN r.expires_at
+		WHEN r.lease_until > c.t
+		THEN COALESCE(
+			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
+			 WHERE sc.scope = $1 AND sc.expires_at > c.t),
+			r.expires_at)
+		ELSE r.expires_at END
+FROM clock c
+WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+RETURNING r.watched, ` + RecordColumns
+
+// releaseSQL turns a claim whose token is current into a released record
+// that keeps the failure ($4) for operators and ends its lease; watched as
+// in completeSQL (it is left set: the next claim resets it).
+//
+// Parameters: $1 scope, $2 key, $3 token, $4 cause.
+const releaseSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
+UPDATE /* schema */idem_records AS r SET
+	status = 3 /* released */, last_error = $4,
+	lease_until = LEAST(r.lease_until, c.t),
+	updated_at = c.t
+FROM clock c
+WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+RETURNING r.watched`
+
+// renewSQL extends the lease of a claim whose token is current. The new
+// lease's end is computed in the clock CTE: Citus refuses a stable
+// function (timestamptz + interval) over a column in an UPDATE.
+//
+// Parameters: $1 scope, $2 key, $3 token, $4 lease (µs).
+const renewSQL = `WITH clock AS MATERIALIZED (
+	SELECT now() AS n, now() + $4::bigint * interval '1 microsecond' AS lease_until
+)
+UPDATE /* schema */idem_records AS r SET
+	lease_until = c.lease_until,
+	updated_at = c.n
+FROM clock c
+WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+RETURNING r.lease_until, r.attempts`
+
+// watchSQL is a waiter's first look at the claim it waits for: while the
+// claim is live, it marks the record watched (so that Complete and Release
+// will have the store notify) and returns how long the lease runs, in µs.
+// No row means there is nothing to wait for: the record is gone,
+// completed, taken over or its lease ended. The row lock orders it with
+// Complete and Release: either the mark comes first and they see it, or
+// they come first and the mark finds nothing.
+//
+// Parameters: $1 scope, $2 key, $3 token.
+const watchSQL = `WITH clock AS MATERIALIZED (SELECT now() AS n)
+UPDATE /* schema */idem_records AS r SET watched = true
+FROM clock c
+WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+  AND r.lease_until > c.n
+RETURNING GREATEST(0, EXTRACT(EPOCH FROM r.lease_until - c.n) * 1000000)::bigint`
+
+// waitCheckSQL is a waiter's later look (polling): the question of
+// watchSQL, without writing.
+//
+// Parameters: $1 scope, $2 key, $3 token.
+const waitCheckSQL = `SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = $2 AND token = $3 AND status = 1 /* pending */ AND lease_until > now()`
+
+// readSQL reads a record whatever its state: the read-back that settles a
+// write whose acknowledgement was lost, and tells an operator's refused
+// resolution apart. dead: its scope expired and it is no live claim.
+//
+// Parameters: $1 scope, $2 key.
+const readSQL = `SELECT (expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) AS dead,
+	watched, ` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = $2`
+
+// notifySQL wakes the waiters of a key or a scope: sent after a write that
+// found its record watched, on the same connection, so that it is
+// delivered once that write is committed (at once after a statement of its
+// own; at the commit of the caller's transaction). On Citus it runs on the
+// coordinator, where the store's listener listens.
+//
+// Parameters: $1 channel, $2 payload.
+const notifySQL = `SELECT pg_notify($1, $2)`

@@ -1,0 +1,82 @@
+package pgsql
+
+import "strings"
+
+// SchemaMarker is what stands for the store's schema in every statement:
+// a comment right before a table or function name.
+const SchemaMarker = "/* schema */"
+
+// Statements holds the SQL of one store, its schema filled in.
+type Statements struct {
+	// The call path.
+	Get, GetMany, ClaimRead, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	// Scope maintenance.
+	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
+	// The operators' API.
+	Attention, AttentionInScope, Resolve string
+	// What New asks the database.
+	Session string
+	// Citus only (tables distributed): what New asks, and cleanup.
+	Distribution, CleanupScopes, RemoveExpiredHere string
+}
+
+// New returns the statements of a store whose schema is quotedSchema (a
+// validated name, quoted as an identifier): the one replacement of
+// SchemaMarker by quotedSchema and a dot.
+func New(quotedSchema string) Statements {
+	return build(func(sql string) string { return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".") })
+}
+
+// AsWritten returns the statements as written in the source, markers and
+// all: valid PostgreSQL that, with search_path set to a store's schema,
+// does what New's statements do (this package's tests run them so).
+func AsWritten() Statements { return build(func(sql string) string { return sql }) }
+
+// build returns the statements, each passed through fill.
+func build(fill func(string) string) Statements {
+	return Statements{
+		Get:                fill(getSQL),
+		GetMany:            fill(getManySQL),
+		ClaimRead:          fill(claimReadSQL),
+		Claim:              fill(claimSQL),
+		ClaimMany:          fill(claimManySQL),
+		Put:                fill(putSQL),
+		Complete:           fill(completeSQL),
+		Release:            fill(releaseSQL),
+		Renew:              fill(renewSQL),
+		Watch:              fill(watchSQL),
+		WaitCheck:          fill(waitCheckSQL),
+		Read:               fill(readSQL),
+		Notify:             fill(notifySQL),
+		ExtendScope:        fill(extendScopeSQL),
+		DeleteScopeRow:     fill(deleteScopeRowSQL),
+		DeleteScopeRecords: fill(deleteScopeRecordsSQL),
+		RemoveExpired:      fill(removeExpiredSQL),
+		Attention:          fill(attentionSQL),
+		AttentionInScope:   fill(attentionInScopeSQL),
+		Resolve:            fill(resolveSQL),
+		Session:            fill(sessionSQL),
+		Distribution:       fill(distributionSQL),
+		CleanupScopes:      fill(cleanupScopesSQL),
+		RemoveExpiredHere:  fill(removeExpiredHereSQL),
+	}
+}
+
+// Named is one statement and the name of its Statements field.
+type Named struct {
+	Name, SQL string
+}
+
+// All lists every statement, for tests that check them all.
+func (s Statements) All() []Named {
+	return []Named{
+		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
+		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
+		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
+		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
+		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
+		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
+		{"Session", s.Session}, {"Distribution", s.Distribution},
+		{"CleanupScopes", s.CleanupScopes}, {"RemoveExpiredHere", s.RemoveExpiredHere},
+	}
+}
