@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/internal/pgtest"
+	"github.com/idemstore/idemstore/migrations"
 	"github.com/idemstore/idemstore/migrations/schema"
 )
 
@@ -56,14 +59,24 @@ func TestUpStatusVersionDownAgainstTheTestDatabase(t *testing.T) {
 
 	r = cmd("down")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "rolled back 00003_released_records.sql in ")
+	require.Contains(t, r.stdout, "rolled back "+lastFile+" in ")
 	r = cmd("version")
 	require.Equal(t, strconv.FormatInt(schema.Latest-1, 10)+"\n", r.stdout)
 
 	r = cmd("up")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "applied 00003_released_records.sql")
+	require.Contains(t, r.stdout, "applied "+lastFile)
 }
+
+// lastFile is the newest migration, the one a single down rolls back.
+var lastFile = func() string {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(names) == 0 {
+		panic("no migrations")
+	}
+	sort.Strings(names)
+	return names[len(names)-1]
+}()
 
 func TestUpToAndDownTo(t *testing.T) {
 	t.Parallel()
@@ -89,7 +102,11 @@ func TestUpToAndDownTo(t *testing.T) {
 	require.Contains(t, r.stdout, fmt.Sprintf("schema %s is at version 1\n", name))
 
 	r = cmd("up", "-to", "99")
-	requireOneLineFailure(t, r, exitUsage, "no migration has version 99 (this build has 1, 2, 3)")
+	var versions []string
+	for v := int64(1); v <= schema.Latest; v++ {
+		versions = append(versions, strconv.FormatInt(v, 10))
+	}
+	requireOneLineFailure(t, r, exitUsage, "no migration has version 99 (this build has "+strings.Join(versions, ", ")+")")
 
 	r = cmd("down", "-to", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -111,16 +128,17 @@ func TestCheckExitsThreeWhilePendingAndZeroAfterUp(t *testing.T) {
 		return runMigrate(append([]string{"-database-url", dbURL, "-schema", name}, args...)...)
 	}
 	r := cmd("check")
-	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("migrate: check: 3 of 3 migrations pending: schema %s is at version 0, this build needs 3; run: migrate -schema %s up", name, name))
+	n := schema.Latest
+	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("migrate: check: %d of %d migrations pending: schema %s is at version 0, this build needs %d; run: migrate -schema %s up", n, n, name, n, name))
 
-	require.Equal(t, exitOK, cmd("up", "-to", "2").code)
+	require.Equal(t, exitOK, cmd("up", "-to", strconv.FormatInt(n-1, 10)).code)
 	r = cmd("check")
-	requireOneLineFailure(t, r, exitPending, "1 of 3 migrations pending")
+	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("1 of %d migrations pending", n))
 
 	require.Equal(t, exitOK, cmd("up").code)
 	r = cmd("check")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, fmt.Sprintf("schema %s is at version 3: no migration pending\n", name), r.stdout)
+	require.Equal(t, fmt.Sprintf("schema %s is at version %d: no migration pending\n", name, n), r.stdout)
 	require.Empty(t, r.stderr)
 }
 
