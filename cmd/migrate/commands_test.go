@@ -56,13 +56,13 @@ func TestUpStatusVersionDownAgainstTheTestDatabase(t *testing.T) {
 
 	r = cmd("down")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "rolled back 00003_released_records.sql in ")
+	require.Contains(t, r.stdout, fmt.Sprintf("rolled back %05d_", schema.Latest))
 	r = cmd("version")
 	require.Equal(t, strconv.FormatInt(schema.Latest-1, 10)+"\n", r.stdout)
 
 	r = cmd("up")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "applied 00003_released_records.sql")
+	require.Contains(t, r.stdout, fmt.Sprintf("applied %05d_", schema.Latest))
 }
 
 func TestUpToAndDownTo(t *testing.T) {
@@ -89,7 +89,11 @@ func TestUpToAndDownTo(t *testing.T) {
 	require.Contains(t, r.stdout, fmt.Sprintf("schema %s is at version 1\n", name))
 
 	r = cmd("up", "-to", "99")
-	requireOneLineFailure(t, r, exitUsage, "no migration has version 99 (this build has 1, 2, 3)")
+	versions := make([]string, schema.Latest)
+	for i := range versions {
+		versions[i] = strconv.Itoa(i + 1)
+	}
+	requireOneLineFailure(t, r, exitUsage, "no migration has version 99 (this build has "+strings.Join(versions, ", ")+")")
 
 	r = cmd("down", "-to", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -111,16 +115,16 @@ func TestCheckExitsThreeWhilePendingAndZeroAfterUp(t *testing.T) {
 		return runMigrate(append([]string{"-database-url", dbURL, "-schema", name}, args...)...)
 	}
 	r := cmd("check")
-	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("migrate: check: 3 of 3 migrations pending: schema %s is at version 0, this build needs 3; run: migrate -schema %s up", name, name))
+	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("migrate: check: %[2]d of %[2]d migrations pending: schema %[1]s is at version 0, this build needs %[2]d; run: migrate -schema %[1]s up", name, schema.Latest))
 
 	require.Equal(t, exitOK, cmd("up", "-to", "2").code)
 	r = cmd("check")
-	requireOneLineFailure(t, r, exitPending, "1 of 3 migrations pending")
+	requireOneLineFailure(t, r, exitPending, fmt.Sprintf("%d of %d migrations pending", schema.Latest-2, schema.Latest))
 
 	require.Equal(t, exitOK, cmd("up").code)
 	r = cmd("check")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, fmt.Sprintf("schema %s is at version 3: no migration pending\n", name), r.stdout)
+	require.Equal(t, fmt.Sprintf("schema %s is at version %d: no migration pending\n", name, schema.Latest), r.stdout)
 	require.Empty(t, r.stderr)
 }
 
@@ -144,6 +148,7 @@ func TestTheBinaryExitsWithTheStatusOfCheck(t *testing.T) {
 	require.Equal(t, exitOK, status("-schema", name, "up"))
 	require.Equal(t, exitOK, status("-schema", name, "check"))
 	require.Equal(t, exitUsage, status("-schema", "Bad", "check"))
+	require.Equal(t, exitNotCitus, status("-schema", name, "distribute"), "plain PostgreSQL")
 }
 
 func TestAVersionTableWithoutItsTablesIsNamed(t *testing.T) {
