@@ -22,6 +22,9 @@ var shared struct {
 	source string       // which source it came from, for the logs
 	stop   func() error // nil for a coordinator citustest did not start
 	err    error
+	// cluster is the cluster.sh cluster the coordinator belongs to, nil
+	// for other sources (nodes.go stops and starts its nodes).
+	cluster *scriptCluster
 
 	logged sync.Once // the first URL call logs how the search went
 }
@@ -80,6 +83,7 @@ func find(ctx context.Context, log *bufferLogger) (url, source string, stop func
 	sc, u, err := startScripts(ctx, func(s string) { log.Printf("citustest: %s", s) })
 	switch {
 	case err == nil:
+		shared.cluster = sc
 		return u, sc.String(), func() error { return sc.stop(context.Background()) }, nil
 	case errors.As(err, &ue):
 		reasons = append(reasons, ue.reasons...)
