@@ -56,5 +56,9 @@ func writeScaleOut(w io.Writer, cfg *Config, r *scaleOutResult) {
 		}
 		row(w, cells...)
 	}
-	fmt.Fprintf(w, "\nAll nodes share this machine's CPUs: the cluster's figures show what distribution costs a call (a hop from the coordinator to the worker that holds the scope), not what workers on machines of their own add.\n\n")
+	fmt.Fprintf(w, "\nAll nodes share this machine's CPUs: the cluster's figures show what distribution costs a call (a hop from the coordinator to the worker that holds the scope), not what workers on machines of their own add.")
+	if cfg.DatabaseURL == "" {
+		fmt.Fprintf(w, " PostgreSQL is the run's container, reached through Docker's port forwarding, which the cluster's nodes (processes on loopback) are not: compare the cluster with the coordinator alone, or give -database-url a PostgreSQL started as they are.")
+	}
+	fmt.Fprintf(w, "\n\n")
 }
