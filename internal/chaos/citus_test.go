@@ -24,12 +24,21 @@ import (
 // started as the database restarts (when citustest started the cluster and
 // can stop its nodes; none otherwise).
 //
-// What differs is only where the evidence is kept (installCitusEvidence):
+// What differs is only where the evidence is kept (citusChaos.install):
 // the side-effect tables are distributed and colocated with the records,
 // the audit trigger fires on the shards and writes to a table on the node
 // that holds them, and the trail is gathered on the coordinator at the end.
+//
+// Its parts run one after the other, and no other test of this package uses
+// Citus: they share the test binary's cluster, whose nodes the profile
+// stops and starts.
 func TestChaosOnCitus(t *testing.T) {
 	t.Parallel()
+	t.Run("broken store caught", testBrokenStoreOnCitus)
+	t.Run("profile", testChaosProfileOnCitus)
+}
+
+func testChaosProfileOnCitus(t *testing.T) {
 	prof := chosenProfile(t)
 	pool, schema := citustest.NewSchema(t)
 	cc := newCitusChaos(t, pool, schema)
@@ -78,8 +87,7 @@ func TestChaosOnCitus(t *testing.T) {
 // The checks count on Citus too: a store that forgets stored outcomes (a
 // DELETE routed to the worker, seen by the trigger on the shard) is caught
 // as duplicates and lost outcomes.
-func TestBrokenStoreIsCaughtOnCitus(t *testing.T) {
-	t.Parallel()
+func testBrokenStoreOnCitus(t *testing.T) {
 	pool, schema := citustest.NewSchema(t)
 	cc := newCitusChaos(t, pool, schema)
 	prof := ShortProfile()

@@ -14,7 +14,9 @@ import (
 // with cluster.sh can be stopped and started: its nodes are postgres
 // processes of this machine, one per port, their data in
 // /tmp/citus-node-PORT (cluster.sh's layout). The coordinator of
-// TEST_CITUS_URL, or of a container, cannot; CanStopNodes tells.
+// TEST_CITUS_URL, or of a container, cannot; CanStopNodes tells. The
+// cluster is the test binary's: a test that stops a node must not run
+// beside other tests of its binary that use Citus.
 
 // nodeTimeout bounds stopping or starting one node.
 const nodeTimeout = time.Minute
