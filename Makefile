@@ -36,7 +36,7 @@ test: pg-image-if-needed pgha-image-if-needed ## Run every test with the race de
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
-bench: pg-image-if-needed ## Run the go benchmarks, then the user's path against raw pgx (cmd/benchpath), and print the ratios.
+bench: pg-image-if-needed ## Run the go benchmarks, then the user's path against raw pgx and one PostgreSQL against a Citus cluster (cmd/benchpath).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 	$(GO) run ./cmd/benchpath $(BENCHPATH_FLAGS)
 

@@ -9,7 +9,10 @@
 //
 // The database is -database-url (default $TEST_DATABASE_URL), or a
 // container of the local image idemstore-postgres:15 (`make pg-image`)
-// started with fsync=on and removed at the end. The report goes to
+// started with fsync=on and removed at the end. The scale-out case compares
+// it with a Citus cluster: -citus-url (default $TEST_CITUS_URL), or one
+// started with the Citus scripts (as internal/citustest does) and stopped
+// at the end; without either it says it was skipped. The report goes to
 // standard output, progress to standard error. `make bench` runs it.
 package main
 

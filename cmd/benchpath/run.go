@@ -73,6 +73,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*b
 	cases := fs.String("cases", strings.Join(defaultCases, ","), "cases to run, comma-separated, of: "+strings.Join(benchpath.AllCases, ", ")+" (scale is added by $"+EnvScale+"=1)")
 	fs.IntVar(&cfg.CleanupRecords, "cleanup-records", benchpath.DefaultCleanupRecords, "expired records one cleanup removes")
 	fs.IntVar(&cfg.ScaleRecords, "scale-records", benchpath.DefaultScaleRecords, "records of the large table of scale")
+	fs.StringVar(&cfg.CitusURL, "citus-url", getenv("TEST_CITUS_URL"), "Citus coordinator of scale-out (default $TEST_CITUS_URL; empty: start a cluster with the scripts of $IDEMSTORE_CITUS_DIR, as root, or skip scale-out)")
+	scaleOutClients := fs.String("scale-out-clients", joinInts(benchpath.DefaultScaleOutClients), "numbers of concurrent callers of scale-out, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -82,6 +84,9 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*b
 	var err error
 	if cfg.Clients, err = parseInts(*clients); err != nil {
 		return nil, fmt.Errorf("-clients: %w", err)
+	}
+	if cfg.ScaleOutClients, err = parseInts(*scaleOutClients); err != nil {
+		return nil, fmt.Errorf("-scale-out-clients: %w", err)
 	}
 	for c := range strings.SplitSeq(*cases, ",") {
 		if c = strings.TrimSpace(c); c != "" {

@@ -34,7 +34,15 @@ func sendMailCount(t *testing.T, out string) int {
 func TestSecondRunOnPostgresReplaysEverySideEffect(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.NewSchema(t)
-	opts := options{scope: "run-twice", scenario: "retry", databaseURL: pgtest.URL(t), schema: schema}
+	requireSecondRunReplays(t, pgtest.URL(t), schema)
+}
+
+// requireSecondRunReplays runs the retry scenario twice in one scope of the
+// database: the first run sends the mail once, the second replays every
+// call, the first attempt included, and sends nothing.
+func requireSecondRunReplays(t *testing.T, databaseURL, schema string) {
+	t.Helper()
+	opts := options{scope: "run-twice", scenario: "retry", databaseURL: databaseURL, schema: schema}
 
 	var first, second bytes.Buffer
 	require.NoError(t, run(context.Background(), &first, opts))
@@ -53,7 +61,14 @@ func TestSecondRunOnPostgresReplaysEverySideEffect(t *testing.T) {
 func TestConcurrentDemoProcessesSendTheMailOnceInTotal(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.NewSchema(t)
-	args := fmt.Sprintf("-database-url %s -schema %s -execution-id at-once", pgtest.URL(t), schema)
+	requireConcurrentDemosSendOnce(t, pgtest.URL(t), schema)
+}
+
+// requireConcurrentDemosSendOnce starts 4 demo processes at once in one new
+// scope of the database and checks that they sent the mail once in total.
+func requireConcurrentDemosSendOnce(t *testing.T, databaseURL, schema string) {
+	t.Helper()
+	args := fmt.Sprintf("-database-url %s -schema %s -execution-id at-once", databaseURL, schema)
 
 	const processes = 4
 	outs := make([]string, processes)

@@ -17,6 +17,8 @@ var commands = map[string]func(context.Context, *migrations.Migrator, config, io
 	"status":  status,
 	"version": version,
 	"check":   check,
+	// distribute.go
+	"distribute": distribute,
 }
 
 // known reports whether name is a command.

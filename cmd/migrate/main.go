@@ -3,7 +3,7 @@
 // `migrate check` as the deploy gate that fails while migrations are
 // pending:
 //
-//	migrate [flags] up [-to N] | down [-to N] | status | version | check | sql
+//	migrate [flags] up [-to N] | down [-to N] | status | version | check | distribute | sql
 //
 //	go run github.com/idemstore/idemstore/cmd/migrate -schema idemstore up
 //
@@ -12,8 +12,10 @@
 // schema's own version table, never the host application's
 // goose_db_version, and applied under an advisory lock, so several deploys
 // may run `up` at once. `sql` prints the script for applying by hand and
-// needs no database. `migrate -h` lists the flags and the exit statuses
-// (0 done, 1 failed, 2 called wrongly, 3 migrations pending for check).
+// needs no database. On a Citus coordinator, `distribute` (after `up`)
+// distributes the tables by scope. `migrate -h` lists the flags and the
+// exit statuses (0 done, 1 failed, 2 called wrongly, 3 migrations pending
+// for check, 4 not a Citus coordinator for distribute).
 package main
 
 import (

@@ -19,6 +19,9 @@ const (
 	exitFail    = 1
 	exitUsage   = 2
 	exitPending = 3
+	// exitNotCitus: distribute was pointed at plain PostgreSQL or a Citus
+	// worker; nothing was changed.
+	exitNotCitus = 4
 )
 
 // exitCodes are the exit statuses as -h and docs/operations.md explain them.
@@ -30,21 +33,24 @@ var exitCodes = []struct {
 	{exitFail, "the command failed: the database could not be reached or refused the login or a statement, or the schema's version table and tables disagree"},
 	{exitUsage, "called wrongly: unknown command or flag, bad -schema, -to, -timeout or -connect-timeout, malformed database URL, no database URL"},
 	{exitPending, "check only: migrations are pending (run migrate up)"},
+	{exitNotCitus, "distribute only: the database is not a Citus coordinator (plain PostgreSQL or a Citus worker); nothing was changed"},
 }
 
 func usageText() string {
 	var b strings.Builder
-	b.WriteString(`usage: migrate [flags] up [-to N] | down [-to N] | status | version | check | sql
+	b.WriteString(`usage: migrate [flags] up [-to N] | down [-to N] | status | version | check | distribute | sql
 
 Applies idemstore's PostgreSQL migrations to one schema.
 
 commands:
-  up       create the schema if needed and apply every pending migration (-to N: up to N)
-  down     roll back the most recent migration (-to N: every migration above N; -to 0: all)
-  status   list the migrations, whether each is applied, and how many are pending
-  version  print the schema's migration version (0: never migrated)
-  check    exit 0 when no migration is pending, 3 while some are: a deploy gate
-  sql      print the SQL of every migration, for applying by hand (no database needed)
+  up          create the schema if needed and apply every pending migration (-to N: up to N)
+  down        roll back the most recent migration (-to N: every migration above N; -to 0: all)
+  status      list the migrations, whether each is applied, and how many are pending
+  version     print the schema's migration version (0: never migrated)
+  check       exit 0 when no migration is pending, 3 while some are: a deploy gate
+  distribute  Citus only, after up: distribute the tables by scope on the coordinator
+              (idempotent; run it after every up); exit 4 on plain PostgreSQL
+  sql         print the SQL of every migration, for applying by hand (no database needed)
 
 exit status:
 `)
@@ -105,6 +111,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &pe) {
 		fmt.Fprintf(stderr, "migrate: check: %s\n", line(pe.Error()))
 		return exitPending
+	}
+	var nc *notCitusError
+	if errors.As(err, &nc) {
+		fmt.Fprintf(stderr, "migrate: distribute: %s\n", line(nc.Error()))
+		return exitNotCitus
 	}
 	if err != nil {
 		return fail(stderr, cfg.command, err, cfg, false)

@@ -50,7 +50,7 @@ func TestHelpDocumentsCommandsTimeoutsAndExitStatuses(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"up", "-h"}, {"-help"}} {
 		r := runMigrate(args...)
 		require.Equal(t, exitOK, r.code)
-		for _, want := range []string{"-database-url", "-schema", "-connect-timeout", "-timeout", "-to", "check", "exit status"} {
+		for _, want := range []string{"-database-url", "-schema", "-connect-timeout", "-timeout", "-to", "check", "distribute", "exit status"} {
 			require.Contains(t, r.stderr, want)
 		}
 		for _, c := range exitCodes {
@@ -67,7 +67,7 @@ func TestExitStatusesInTheOperationsPageMatchTheCommand(t *testing.T) {
 		row := fmt.Sprintf("| `%d` | %s |", c.code, c.meaning)
 		require.True(t, strings.Contains(string(doc), row), "docs/operations.md lacks the row %s", row)
 	}
-	for _, flag := range []string{"-connect-timeout", "-timeout", "-to N", "check"} {
+	for _, flag := range []string{"-connect-timeout", "-timeout", "-to N", "check", "distribute"} {
 		require.True(t, strings.Contains(string(doc), "`"+flag+"`"), "docs/operations.md documents %s", flag)
 	}
 }

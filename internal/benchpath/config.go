@@ -24,6 +24,10 @@ const (
 // DefaultClients are the concurrent callers every pair is measured at.
 var DefaultClients = []int{1, 8}
 
+// DefaultScaleOutClients are the concurrent callers CaseScaleOut measures
+// at: a service's pool, and four of them.
+var DefaultScaleOutClients = []int{8, 32}
+
 // Names of the cases, for Config.Cases. Each pair is one row of the report;
 // CaseCleanup and CaseScale are sections of their own.
 const (
@@ -38,15 +42,17 @@ const (
 	CaseStoreGetMany       = "store-getmany"
 	CaseCleanup            = "cleanup"
 	CaseScale              = "scale"
+	CaseScaleOut           = "scale-out"
 )
 
 // DefaultCases is what a run measures when Config.Cases is empty: every
 // case but CaseScale, whose 10^7-record table takes many minutes and
 // gigabytes to load (cmd/benchpath adds it under IDEMSTORE_BENCH_1E7).
+// CaseScaleOut reports itself skipped where no Citus can be had.
 var DefaultCases = []string{
 	CaseExecuteHit, CaseExecuteMiss, CaseMemExecuteHit, CaseTurnMiss, CaseTurnHit,
 	CaseStoreGet, CaseStoreClaimHit, CaseStoreClaimComplete, CaseStoreGetMany,
-	CaseCleanup,
+	CaseCleanup, CaseScaleOut,
 }
 
 // AllCases lists every case name Config.Cases accepts.
@@ -93,6 +99,18 @@ type Config struct {
 	// ScaleRecords is the size of CaseScale's large table. Defaults to
 	// DefaultScaleRecords.
 	ScaleRecords int
+
+	// CitusURL is the Citus coordinator CaseScaleOut compares the
+	// PostgreSQL of DatabaseURL with; the run creates its schemas there
+	// (one distributed by scope, one left on the coordinator) and drops
+	// them at the end. Empty: a cluster is started as internal/citustest
+	// starts one (a coordinator and two workers from the scripts of
+	// IDEMSTORE_CITUS_DIR, as root), and CaseScaleOut says it was skipped
+	// where none can be.
+	CitusURL string
+	// ScaleOutClients are the numbers of concurrent callers of
+	// CaseScaleOut. Defaults to DefaultScaleOutClients.
+	ScaleOutClients []int
 
 	// Out receives the report. Defaults to io.Discard.
 	Out io.Writer
@@ -148,6 +166,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.ScaleRecords == 0 {
 		out.ScaleRecords = DefaultScaleRecords
 	}
+	if len(out.ScaleOutClients) == 0 {
+		out.ScaleOutClients = DefaultScaleOutClients
+	}
 	if out.Out == nil {
 		out.Out = io.Discard
 	}
@@ -175,6 +196,11 @@ func (c *Config) validate() error {
 	for _, n := range c.Clients {
 		if n < 1 || n > clientsLimit {
 			return &ConfigError{"Clients", fmt.Sprintf("%d is not between 1 and %d", n, clientsLimit)}
+		}
+	}
+	for _, n := range c.ScaleOutClients {
+		if n < 1 || n > clientsLimit {
+			return &ConfigError{"ScaleOutClients", fmt.Sprintf("%d is not between 1 and %d", n, clientsLimit)}
 		}
 	}
 	for _, name := range c.Cases {

@@ -152,8 +152,8 @@ func newFixture(ctx context.Context, cfg *Config, url string, pool *pgxpool.Pool
 			return f, err
 		}
 	}
-	if !slices.ContainsFunc(cfg.Cases, func(c string) bool { return c != CaseScale }) {
-		return f, nil // the scale case brings its own tables
+	if !slices.ContainsFunc(cfg.Cases, func(c string) bool { return c != CaseScale && c != CaseScaleOut }) {
+		return f, nil // the scale cases bring their own tables
 	}
 	fmt.Fprintf(cfg.Log, "benchpath: storing %d calls through Execute (pgstore, memstore)\n", n)
 	if err := f.storeHitSet(ctx); err != nil {

@@ -12,11 +12,12 @@ import (
 
 // results is everything one run measured.
 type results struct {
-	env     environment
-	pairs   []pairResult
-	cleanup *cleanupResult
-	scale   []scaleResult
-	schemas []string // the schemas the run made (and dropped)
+	env      environment
+	pairs    []pairResult
+	cleanup  *cleanupResult
+	scale    []scaleResult
+	scaleOut *scaleOutResult
+	schemas  []string // the schemas the run made (and dropped)
 }
 
 // Run measures the cases of cfg in one run on one database and writes the
@@ -89,6 +90,12 @@ func run(ctx context.Context, cfg *Config) (res *results, err error) {
 			return nil, err
 		}
 		writeScale(c.Out, &c, res.scale)
+	}
+	if c.runs(CaseScaleOut) {
+		if res.scaleOut, err = f.scaleOut(ctx, db.url); err != nil {
+			return nil, err
+		}
+		writeScaleOut(c.Out, &c, res.scaleOut)
 	}
 	writeFooter(c.Out)
 	return res, nil

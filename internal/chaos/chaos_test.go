@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -137,6 +138,12 @@ type chaosDB struct {
 	url, schema string
 	pool        *pgxpool.Pool      // for evidence and connection resets
 	restart     func(t *testing.T) // stops and starts the database; nil when it cannot
+	// Hooks of a database that keeps its evidence otherwise (Citus,
+	// citus_test.go): install replaces installEvidence, gather runs before
+	// the evidence is read, cleanerURL is the cleaner's (url when empty).
+	install    func(ctx context.Context) error
+	gather     func(ctx context.Context) error
+	cleanerURL string
 }
 
 // chaosResult is what a run found.
@@ -153,8 +160,11 @@ func runChaos(t *testing.T, prof Profile, db chaosDB, fault Fault) chaosResult {
 	t.Helper()
 	began := time.Now()
 	ctx := context.Background()
-	require.NoError(t, installEvidence(ctx, db.pool, db.schema))
-	startCleaner(t, db.url, db.schema, prof.CleanEvery)
+	if db.install == nil {
+		db.install = func(ctx context.Context) error { return installEvidence(ctx, db.pool, db.schema) }
+	}
+	require.NoError(t, db.install(ctx))
+	startCleaner(t, cmp.Or(db.cleanerURL, db.url), db.schema, prof.CleanEvery)
 
 	bin, err := os.Executable()
 	require.NoError(t, err)
@@ -174,6 +184,9 @@ func runChaos(t *testing.T, prof Profile, db chaosDB, fault Fault) chaosResult {
 	got, problems := sup.stop()
 	ranFor := time.Since(began)
 
+	if db.gather != nil {
+		require.NoError(t, db.gather(ctx))
+	}
 	ev, err := loadEvidence(ctx, db.pool, db.schema)
 	require.NoError(t, err)
 	ev.Acks, ev.Kills, ev.Killed, ev.LongScope = got.Acks, got.Kills, got.Killed, isLongScope

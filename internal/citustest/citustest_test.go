@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	schemapkg "github.com/idemstore/idemstore/migrations/schema"
 
@@ -145,4 +146,34 @@ func TestABaseLockedByAnotherBinaryIsPassedOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, c)
 	require.Empty(t, url)
+}
+
+// A node stopped with StopNode refuses connections until StartNode, then
+// serves again on the same port with its data. Not parallel: the
+// package's other tests share the cluster, and run after this one.
+func TestAStoppedNodeComesBackOnItsPort(t *testing.T) {
+	u := URL(t)
+	if !CanStopNodes() {
+		t.Skipf("the coordinator came from %s: its nodes cannot be stopped", Source())
+	}
+	ports := NodePorts(t)
+	require.Len(t, ports, 3)
+	worker := ports[2]
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(t, err)
+	cfg.Port = uint16(worker)
+	cfg.ConnectTimeout = 5 * time.Second
+	ctx := context.Background()
+
+	StopNode(t, worker)
+	_, err = pgx.ConnectConfig(ctx, cfg)
+	require.Error(t, err, "the worker is down")
+
+	StartNode(t, worker)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var coordinator bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT citus_is_coordinator()").Scan(&coordinator))
+	require.False(t, coordinator, "the same worker, its data kept")
 }

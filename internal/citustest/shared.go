@@ -22,6 +22,9 @@ var shared struct {
 	source string       // which source it came from, for the logs
 	stop   func() error // nil for a coordinator citustest did not start
 	err    error
+	// cluster is the cluster.sh cluster the coordinator belongs to, nil
+	// for other sources (nodes.go stops and starts its nodes).
+	cluster *scriptCluster
 
 	logged sync.Once // the first URL call logs how the search went
 }
@@ -33,7 +36,7 @@ var shared struct {
 func URL(t testing.TB) string {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.url, shared.source, shared.stop, shared.err = find(context.Background(), &shared.log)
+		shared.url, shared.source, shared.stop, shared.cluster, shared.err = find(context.Background(), &shared.log)
 		if shared.err != nil {
 			if logs := shared.log.String(); logs != "" {
 				shared.err = fmt.Errorf("%w\nwhile looking:\n%s", shared.err, logs)
@@ -58,10 +61,11 @@ func Source() string { return shared.source }
 
 // find tries the sources in order; see the package documentation. Reasons
 // for passing a source over are kept, so that the error of a machine with no
-// source at all lists them.
-func find(ctx context.Context, log *bufferLogger) (url, source string, stop func() error, err error) {
+// source at all lists them. cluster is the cluster.sh cluster it started,
+// if that was the source.
+func find(ctx context.Context, log *bufferLogger) (url, source string, stop func() error, cluster *scriptCluster, err error) {
 	if u := os.Getenv(EnvURL); u != "" {
-		return u, EnvURL, nil, nil
+		return u, EnvURL, nil, nil, nil
 	}
 	var reasons []string
 	var ue *unavailableError
@@ -69,23 +73,23 @@ func find(ctx context.Context, log *bufferLogger) (url, source string, stop func
 	c, u, err := startContainer(ctx, log)
 	switch {
 	case err == nil:
-		return u, c.String(), c.stop, nil
+		return u, c.String(), c.stop, nil, nil
 	case errors.As(err, &ue):
 		reasons = append(reasons, ue.reasons...)
 		log.Printf("citustest: Docker passed over: %s", strings.Join(ue.reasons, "; "))
 	default:
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 
 	sc, u, err := startScripts(ctx, func(s string) { log.Printf("citustest: %s", s) })
 	switch {
 	case err == nil:
-		return u, sc.String(), func() error { return sc.stop(context.Background()) }, nil
+		return u, sc.String(), func() error { return sc.stop(context.Background()) }, sc, nil
 	case errors.As(err, &ue):
 		reasons = append(reasons, ue.reasons...)
-		return "", "", nil, &unavailableError{reasons: reasons}
+		return "", "", nil, nil, &unavailableError{reasons: reasons}
 	default:
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 }
 

@@ -40,7 +40,7 @@ LIMIT $3`
 // of the table; on Citus, of every shard), a page at a time.
 //
 // Parameters: $1 stuck after (µs), $2 failing attempts, $3 limit, $4 the
-// cursor's scope ('' for the first page), $5 the cursor's updated_at, $6
+// cursor's scope (” for the first page), $5 the cursor's updated_at, $6
 // the cursor's key.
 const attentionSQL = attentionColumns + attentionProblems + attentionOrder
 
