@@ -82,11 +82,7 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	if err != nil {
 		return store.ClaimResult{}, s.translate("claim", err)
 	}
-	rec, err := row.record(scope, e.Key)
-	if err != nil {
-		return store.ClaimResult{}, err
-	}
-	res := s.decideClaim(scope, e, won, prior, rec)
+	res := s.decideClaim(scope, e, won, prior, &row)
 	return res, res.Err
 }
 
@@ -151,17 +147,20 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 		if string(rows[i].key) != string(e.Key[:]) {
 			return nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x for call %d, key %s", rows[i].key, i, e.Key)}
 		}
-		rec, err := rows[i].rec.record(scope, e.Key)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, rec)
+		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, &rows[i].rec)
 	}
 	return out, nil
 }
 
-// decideClaim turns one row of claimSQL into the entry's result.
-func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.Int2, rec store.Record) store.ClaimResult {
+// decideClaim turns one row of claimSQL into the entry's result. A record
+// that cannot be decoded (a stored result that does not open: a
+// *seal.OpenError) is the entry's error: it is neither replayed nor
+// claimed over.
+func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.Int2, row *recordScan) store.ClaimResult {
+	rec, err := row.meta(scope, e.Key)
+	if err != nil {
+		return store.ClaimResult{Err: err}
+	}
 	if won {
 		s.stats.claims.Add(1)
 		// A later attempt is a takeover (the earlier outcome is unknown)
@@ -182,6 +181,10 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 				Token:      rec.Token,
 				LeaseUntil: rec.LeaseUntil,
 				Attempt:    rec.Attempts,
+				// The caller's fingerprint is the record's: a claim is
+				// granted only over no record, this call's own, or a
+				// released one, whose fingerprint it then takes.
+				Fingerprint: e.Fingerprint,
 			},
 			TakenOver: takenOver,
 		}
@@ -191,6 +194,9 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 		return store.ClaimResult{Err: err}
 	}
 	if rec.Status == store.StatusCompleted {
+		if err := row.open(s.codec, &rec); err != nil {
+			return store.ClaimResult{Err: err}
+		}
 		s.stats.replays.Add(1)
 		return store.ClaimResult{State: store.ClaimCompleted, Record: rec}
 	}
