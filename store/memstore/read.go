@@ -7,7 +7,8 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// Get returns the live completed record of key in scope, or store.ErrNotFound.
+// Get returns the live completed record of key in scope, or store.ErrNotFound
+// (or *seal.OpenError for a held result that does not open).
 func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
 	if err := ctxDone(ctx, "lookup"); err != nil {
 		return store.Record{}, err

@@ -89,7 +89,9 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // (TakenOver false), like every other call of the new run. A live claim
 // survives its scope's expiry and still blocks other callers. A released
 // record of this call is claimed again (Attempts + 1, LastError kept,
-// TakenOver false); one of another call counts as no record.
+// TakenOver false); one of another call counts as no record. A completed
+// record whose result does not open (*seal.OpenError, see Config.Sealer)
+// is neither replayed nor claimed over.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := ctxDone(ctx, "claim"); err != nil {
 		return store.ClaimResult{}, err
@@ -268,7 +270,8 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 }
 
 // Complete stores out for the claim c, if c.Token is still current (even
-// after its lease ended, as long as nobody took over).
+// after its lease ended, as long as nobody took over) and c.Fingerprint,
+// when set, is its record's.
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
 	if err := ctxDone(ctx, "complete"); err != nil {
 		return store.Record{}, err

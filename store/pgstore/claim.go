@@ -46,6 +46,10 @@ func newNonce() []byte {
 // committed and its reply lost), the statement is sent again with the same
 // nonce, and the database hands the same claim back instead of reporting
 // it in flight until its lease ends.
+//
+// A completed record whose result does not open (a *seal.OpenError, see
+// Config.Sealer) is neither replayed nor claimed over: Claim returns the
+// error and changes nothing.
 func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
 		return store.ClaimResult{}, err
@@ -89,8 +93,8 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 // ClaimMany claims each entry as Claim does, in one statement (one round
 // trip for a turn's misses; idem_claim_many), after one input check of the
 // whole batch: bad input in any entry refuses it before anything is
-// written. An entry refused on its own (a fingerprint mismatch) gets its
-// error in ClaimResult.Err. The batch draws one nonce, and is sent again
+// written. An entry refused on its own (a fingerprint mismatch, a result
+// that does not open) gets its error in ClaimResult.Err. The batch draws one nonce, and is sent again
 // with it after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // Get returns the live completed record of key in scope, or
-// store.ErrNotFound. One statement: a primary-key probe.
+// store.ErrNotFound. One statement: a primary-key probe. A result that
+// does not open gives *seal.OpenError (see Config.Sealer).
 func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.Record, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return store.Record{}, err
@@ -42,7 +43,9 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	return rec, nil
 }
 
-// GetMany looks up several keys of one scope in one statement.
+// GetMany looks up several keys of one scope in one statement. One result
+// that does not open fails the whole lookup with *seal.OpenError: leaving
+// it out would read as a miss, and a miss runs the call again.
 func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -333,4 +334,42 @@ func TestStoreWithoutTheKeyRefusesSealedRecords(t *testing.T) {
 	rec, err = refusing.Get(ctx, "run", keyhash.IDKey("sealed"))
 	require.NoError(t, err)
 	require.Equal(t, "secret", string(rec.Outcome.Result))
+}
+
+// A claim names its call's fingerprint, which a sealed outcome is bound
+// to: one that names another call's is not current, with or without a
+// Sealer; one made by hand names none and is completed (in the caller's
+// transaction too) after its record's fingerprint is read.
+func TestCompleteBindsTheClaimsFingerprint(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	for _, cfg := range []*pgstore.Config{nil, {Sealer: newSealer(t, 1, randomKeys(t, 1))}} {
+		st := openStore(t, pool, schema, cfg)
+		scope := fmt.Sprintf("run-%t", cfg != nil)
+		c := mustClaim(ctx, t, st, scope, entry("a", `{}`), time.Minute)
+		require.Equal(t, entry("a", `{}`).Fingerprint, c.Fingerprint)
+		forged := c
+		forged.Fingerprint = entry("a", `{"other":"args"}`).Fingerprint
+		_, err := st.Complete(ctx, forged, success("x"))
+		require.ErrorIs(t, err, store.ErrLeaseLost)
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := st.CompleteTx(ctx, tx, forged, success("x"))
+			require.ErrorIs(t, err, store.ErrLeaseLost)
+			return nil
+		}))
+
+		byHand := store.Claim{Scope: c.Scope, Key: c.Key, Token: c.Token}
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := st.CompleteTx(ctx, tx, byHand, success("by hand"))
+			return err
+		}))
+		rec, err := st.Get(ctx, scope, c.Key)
+		require.NoError(t, err)
+		require.Equal(t, "by hand", string(rec.Outcome.Result))
+		_, err = st.CompleteTx(ctx, nil, byHand, success("again"))
+		require.ErrorIs(t, err, store.ErrInvalidInput)
+		_, err = st.Complete(ctx, byHand, success("again"))
+		require.ErrorIs(t, err, store.ErrLeaseLost, "completed already")
+	}
 }

@@ -94,6 +94,10 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry,
 // returned; still pending under c's token means it was not, and it is sent
 // again; anything else is *store.LeaseLostError. Failures that cannot have
 // taken effect are retried (see Config.MaxRetries).
+//
+// A claim whose Fingerprint is set and is not its record's is not current
+// (*store.LeaseLostError). With Config.Sealer, out is sealed for
+// c.Fingerprint (the claim the store granted names it).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
 	if err := s.checkClaim(ctx, c); err != nil {
 		return store.Record{}, err
