@@ -155,7 +155,8 @@ func TestDownstreamKeyIsStableAcrossRetriesAndTakeover(t *testing.T) {
 	require.Equal(t, CallInfo{Scope: testScope, Key: ent.Key, Fingerprint: ent.Fingerprint, Tool: "send_mail",
 		DownstreamKey: infos[0].DownstreamKey, Attempt: 1, Claim: infos[0].Claim}, infos[0])
 	require.Equal(t, ent, infos[0].Entry())
-	require.Equal(t, store.Claim{Scope: testScope, Key: infos[0].Key, Token: infos[0].Claim.Token, LeaseUntil: infos[0].Claim.LeaseUntil, Attempt: 1}, infos[0].Claim)
+	require.Equal(t, store.Claim{Scope: testScope, Key: infos[0].Key, Token: infos[0].Claim.Token, LeaseUntil: infos[0].Claim.LeaseUntil, Attempt: 1,
+		Fingerprint: ent.Fingerprint}, infos[0].Claim)
 	require.NotZero(t, infos[0].Claim.Token)
 	require.Equal(t, 3, infos[1].Attempt, "every claim counts: the released one, the crashed one, the takeover")
 	require.True(t, infos[1].TakenOver)

@@ -118,6 +118,12 @@ type Claim struct {
 	Token      int64
 	LeaseUntil time.Time
 	Attempt    int // 1 for the first claim, more after takeovers
+	// Fingerprint is the claimed call's: what a sealed outcome is bound to
+	// (package store/seal), so Complete seals without reading the record
+	// first. Complete refuses a claim whose Fingerprint is set and is not
+	// its record's (*LeaseLostError); zero (a claim made by hand) is
+	// completed as before.
+	Fingerprint keyhash.Sum
 }
 
 // ClaimState is the result of one atomic Claim step.

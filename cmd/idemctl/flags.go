@@ -53,6 +53,8 @@ type config struct {
 	argsFile        string
 	id              string
 	access          string
+	sealKeysFile    string
+	sealCurrent     string
 
 	set map[string]bool // the flags the command line set
 }
@@ -158,8 +160,11 @@ func newFlagSet(cfg *config, bad *error) *flag.FlagSet {
 	fs.BoolVar(&cfg.all, "all", false, "list: every page, not just the first")
 	durationFlag(fs, bad, &cfg.ttl, "ttl", "scope extend: the scope's new time to live from now, a `duration`")
 	fs.BoolVar(&cfg.yes, "yes", false, "scope delete: yes, delete every record of the scope, stored outcomes included")
-	fs.BoolVar(&cfg.dryRun, "dry-run", false, "cleanup: count what would be removed, remove nothing")
-	intFlag(fs, bad, &cfg.batch, 1, "batch", "cleanup: `N` records removed per statement (default 10000)")
+	fs.BoolVar(&cfg.dryRun, "dry-run", false, "cleanup, reseal: count what would be done, change nothing")
+	intFlag(fs, bad, &cfg.batch, 1, "batch", "cleanup: `N` records removed per statement (default 10000); reseal: N records per batch (default 100, at most 1000)")
+	fs.StringVar(&cfg.sealKeysFile, "seal-keys-file", "",
+		"store, reseal: `file` holding the keys that seal results, ID:BASE64 entries (default $"+envSealKeys+"); never echoed")
+	fs.StringVar(&cfg.sealCurrent, "seal-current", "", "store, reseal: the `id` of the key that seals (default $"+envSealCurrent+")")
 	fs.StringVar(&cfg.tool, "tool", "", "key: the tool's `name`")
 	fs.StringVar(&cfg.args, "args", "", "key: the call's arguments, as `JSON`")
 	fs.StringVar(&cfg.argsFile, "args-file", "", "key: `file` holding the call's arguments (- for standard input)")

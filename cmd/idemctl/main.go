@@ -3,9 +3,15 @@
 // held too long, calls that keep failing), resolves one by storing its
 // outcome or releasing it, shows, extends and deletes scopes, runs cleanup,
 // counts records by state across every process, prints a call's key and
-// downstream key, and checks a role's privileges:
+// downstream key, checks a role's privileges, and moves stored results to
+// the current encryption key:
 //
-//	idemctl [flags] list | store | release | scope show|extend|delete | cleanup | counts | key | ready
+//	idemctl [flags] list | store | release | scope show|extend|delete | cleanup | counts | key | ready | reseal
+//
+// store and reseal take the keys that seal stored results (package
+// store/seal) from -seal-keys-file or $IDEMSTORE_SEAL_KEYS, and the current
+// key's id from -seal-current or $IDEMSTORE_SEAL_CURRENT, as the services
+// do: an outcome an operator stores is sealed like theirs.
 //
 // It works on the store's Inspector API (store.Inspector) and scope
 // operations, never on SQL of its own, so it does exactly what the library

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/migrations/schema"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // Exit statuses, the same as cmd/migrate's; exitCodes explains them in -h
@@ -26,8 +27,8 @@ var exitCodes = []struct {
 	meaning string
 }{
 	{exitOK, "done (list: whether or not anything needs attention; ready: the role has every privilege it needs)"},
-	{exitFail, "the command failed: the database could not be reached or refused the login or a statement (permission denied), the schema is not migrated, a resolution was refused (the record changed since it was listed, is completed, or is gone), or ready found privileges missing"},
-	{exitUsage, "called wrongly: unknown command or flag, a flag the command does not take, a missing or bad value (-schema, -key, -token, -after, a duration), malformed database URL, no database URL"},
+	{exitFail, "the command failed: the database could not be reached or refused the login or a statement (permission denied), the schema is not migrated, a resolution was refused (the record changed since it was listed, is completed, or is gone), ready found privileges missing, or reseal found results that do not open"},
+	{exitUsage, "called wrongly: unknown command or flag, a flag the command does not take, a missing or bad value (-schema, -key, -token, -after, a duration, the seal keys), malformed database URL, no database URL"},
 }
 
 // env is what a command runs with: the parsed command line, the open
@@ -47,15 +48,23 @@ type commandSpec struct {
 	required []string
 	noDB     bool // runs without a database
 	rawPool  bool // needs only a pool, not a store (ready)
+	sealed   bool // takes the seal keys (-seal-keys-file, -seal-current)
+	needsKey bool // refuses to run without a current key
 	run      func(context.Context, env) error
 }
+
+// sealFlags are the flags of the commands that take the seal keys.
+var sealFlags = []string{"seal-keys-file", "seal-current"}
 
 // commands are every command, by name.
 var commands = byName([]commandSpec{
 	{name: "list", summary: "list stuck claims, failing calls and unknown outcomes, a page at a time",
 		flags: []string{"scope", "stuck-after", "failing-attempts", "limit", "after", "all"}, run: list},
 	{name: "store", summary: "resolve a record by storing its outcome (the side effect happened)",
-		flags: []string{"scope", "key", "token", "result", "kind"}, required: []string{"scope", "key", "token", "result"}, run: storeOutcome},
+		flags: append([]string{"scope", "key", "token", "result", "kind"}, sealFlags...), required: []string{"scope", "key", "token", "result"},
+		sealed: true, run: storeOutcome},
+	{name: "reseal", summary: "seal stored results in clear or under an old key with the current key, in batches",
+		flags: append([]string{"dry-run", "batch"}, sealFlags...), sealed: true, needsKey: true, run: reseal},
 	{name: "release", summary: "resolve a record by releasing it (the call must run again)",
 		flags: []string{"scope", "key", "token", "note"}, required: []string{"scope", "key", "token", "note"}, run: release},
 	{name: "scope show", summary: "a scope's expiry and its records by state",
@@ -136,7 +145,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "idemctl: no database: set -database-url or DATABASE_URL")
 			return exitUsage
 		}
-		db, err := open(ctx, cfg, !spec.rawPool)
+		var sealer *seal.Sealer
+		if spec.sealed {
+			var err error
+			if sealer, err = loadSealer(cfg, spec.needsKey); err != nil {
+				return fail(stderr, cfg.command, err, cfg, false)
+			}
+		}
+		db, err := open(ctx, cfg, !spec.rawPool, sealer)
 		if err != nil {
 			return fail(stderr, "", err, cfg, true)
 		}

@@ -46,6 +46,8 @@ var packages = map[string]string{
 	"idemotel":    "github.com/idemstore/idemstore/idemotel",
 	"mcptools":    "github.com/idemstore/idemstore/mcptools",
 	"mcp":         "github.com/modelcontextprotocol/go-sdk/mcp",
+	"os":          "os",
+	"seal":        "github.com/idemstore/idemstore/store/seal",
 }
 
 // preludes are, per snippet (its <!-- go: name --> marker), the
@@ -67,9 +69,10 @@ var preludes = map[string]string{
 	tools *agent.Registry
 	st    *memstore.Store
 )`,
-	"openaitest": ``,
-	"migrations": `var (ctx context.Context; pool *pgxpool.Pool)`,
-	"inspector":  `var (ctx context.Context; st *pgstore.Store; scope string; key keyhash.Sum; token int64; out []byte)`,
+	"openaitest":  ``,
+	"migrations":  `var (ctx context.Context; pool *pgxpool.Pool)`,
+	"seal-config": `var (ctx context.Context; pool *pgxpool.Pool)`,
+	"inspector":   `var (ctx context.Context; st *pgstore.Store; scope string; key keyhash.Sum; token int64; out []byte)`,
 	"http-intro": `var (
 	pgStore     *pgstore.Store
 	tenantOf    func(*http.Request) string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // Defaults of Config fields left zero.
@@ -49,6 +50,16 @@ type Config struct {
 	// store.Outcome). Set CopyResults when a reader may modify results in
 	// place. Defaults to false.
 	CopyResults bool
+	// Sealer, when set with a current key, holds every result sealed
+	// (package store/seal): bound to its scope, key, fingerprint and kind,
+	// opened on every read, so that process memory (a heap dump, a core
+	// file) holds no tool output in clear. A replay then allocates its
+	// plaintext (CopyResults has no effect), and each result takes
+	// seal.Overhead more bytes of MaxBytes. A result that does not open is
+	// never handed out: the call fails with a *seal.OpenError. A Sealer
+	// without a current key (open only) is as none here: nothing is held
+	// sealed before it. Defaults to nil.
+	Sealer *seal.Sealer
 }
 
 // withDefaults returns a copy of c (nil allowed) with every zero field set.
@@ -93,8 +104,14 @@ func (c *Config) validate(raw *Config) error {
 	case c.MaxBytes < 0:
 		return &contract.ConfigError{Config: configName, Field: "MaxBytes", Problem: "negative"}
 	}
+	if c.Sealer != nil && len(c.Sealer.KeyIDs()) == 0 {
+		return &contract.ConfigError{Config: configName, Field: "Sealer", Problem: "holds no key: make it with seal.New"}
+	}
 	l := c.Limits.WithDefaults()
 	largest := int64(RecordOverheadBytes + l.MaxScopeBytes + l.MaxToolBytes + l.MaxResultBytes)
+	if c.Sealer.Current() != 0 {
+		largest += seal.Overhead
+	}
 	if c.MaxBytes < largest {
 		return &contract.ConfigError{Config: configName, Field: "MaxBytes", Problem: fmt.Sprintf("%d cannot hold one record of the largest accepted size (%d bytes)", c.MaxBytes, largest)}
 	}

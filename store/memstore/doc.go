@@ -27,6 +27,9 @@
 // read-only (an append cannot reach the store: its capacity is cut to its
 // length). Config.CopyResults gives every caller its own copy instead.
 //
+// With Config.Sealer, results are held sealed (package store/seal) and
+// opened on every read: a replay then allocates its plaintext.
+//
 // # Operators
 //
 // The store implements store.Inspector: ListAttention finds claims whose

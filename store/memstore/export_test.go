@@ -1,5 +1,10 @@
 package memstore
 
+import (
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+)
+
 // CountHeld walks every shard and returns the records and accounted bytes
 // actually held, so tests can check the running counters against the truth.
 func CountHeld(s *Store) (records, bytes int64) {
@@ -15,4 +20,19 @@ func CountHeld(s *Store) (records, bytes int64) {
 		sh.mu.RUnlock()
 	}
 	return records, bytes
+}
+
+// EditHeld changes the record of key in scope as held, behind the store's
+// back (a test's stand-in for memory changed by a fault or an attacker),
+// and reports whether there was one.
+func EditHeld(s *Store, scopeName string, key keyhash.Sum, edit func(rec *store.Record)) bool {
+	sh := s.shardFor(scopeName)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, _ := find(sh, scopeName, key)
+	if e == nil {
+		return false
+	}
+	edit(&e.rec)
+	return true
 }

@@ -108,13 +108,19 @@ func (s *Store) ResolveStore(ctx context.Context, scopeName string, key keyhash.
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
-	result := storedResult(out.Result)
-	extra := int64(len(result))
+	extra := s.heldSize(len(out.Result))
 	sh := s.shardFor(scopeName)
 	for round := 0; ; round++ {
 		now := s.clock.Now()
 		sh.mu.Lock()
 		e, sc, err := resolvable(sh, scopeName, key, token, now)
+		if err != nil {
+			sh.mu.Unlock()
+			return store.Record{}, err
+		}
+		// The outcome is bound to the record's call, known only here:
+		// sealed under the lock (an operator's resolution is rare).
+		result, err := s.heldResult(bindingOf(&e.rec, out.Kind), out.Result)
 		if err != nil {
 			sh.mu.Unlock()
 			return store.Record{}, err
@@ -140,6 +146,7 @@ func (s *Store) ResolveStore(ctx context.Context, scopeName string, key keyhash.
 		e.rec.UpdatedAt = now
 		rec := s.out(e, sc)
 		sh.mu.Unlock()
+		s.revealWritten(&rec, out)
 		return rec, nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // shardCount is the number of independently locked parts of the store.
@@ -27,6 +28,7 @@ type Store struct {
 	maxRecords int64
 	maxBytes   int64
 	share      bool
+	sealer     *seal.Sealer // nil: results held in clear (also for a Sealer without a current key)
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -91,6 +93,9 @@ func New(cfg *Config) (*Store, error) {
 		share:      !c.CopyResults,
 		seed:       maphash.MakeSeed(),
 	}
+	if c.Sealer.Current() != 0 {
+		s.sealer = c.Sealer
+	}
 	for i := range s.shards {
 		s.shards[i].scopes = make(map[string]*scope)
 	}
@@ -119,11 +124,13 @@ func (e *entry) leaseLive(now time.Time) bool {
 }
 
 // out returns the record as handed to a caller: the scope's expiry filled in
-// and, unless results are shared, the caller's own copy of the result.
+// and, unless results are shared, the caller's own copy of the result. A
+// completed record of a store that seals still holds its sealed result:
+// the caller reveals it once the lock is released.
 func (s *Store) out(e *entry, sc *scope) store.Record {
 	rec := e.rec
 	rec.ExpiresAt = sc.expiresAt
-	if !s.share {
+	if !s.share && s.sealer == nil {
 		rec.Outcome.Result = cloneResult(rec.Outcome.Result)
 	}
 	return rec

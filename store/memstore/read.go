@@ -7,7 +7,8 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
-// Get returns the live completed record of key in scope, or store.ErrNotFound.
+// Get returns the live completed record of key in scope, or store.ErrNotFound
+// (or *seal.OpenError for a held result that does not open).
 func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
 	if err := ctxDone(ctx, "lookup"); err != nil {
 		return store.Record{}, err
@@ -37,11 +38,12 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 	rec := e.rec
 	rec.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
-	sh.stats.replays.Add(1)
-	// A completed result is never modified, so it is copied outside the lock.
-	if !s.share {
-		rec.Outcome.Result = cloneResult(rec.Outcome.Result)
+	// A completed result is never modified, so it is copied (or opened)
+	// outside the lock.
+	if err := s.reveal(&rec); err != nil {
+		return store.Record{}, err
 	}
+	sh.stats.replays.Add(1)
 	return rec, nil
 }
 
@@ -77,12 +79,21 @@ func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Su
 		}
 	}
 	sh.mu.RUnlock()
+	switch {
+	case s.sealer != nil:
+		// One result that does not open fails the whole lookup: leaving
+		// it out would read as a miss, and a miss runs the call again.
+		for i := range recs {
+			if err := s.reveal(&recs[i]); err != nil {
+				return nil, err
+			}
+		}
+	case !s.share:
+		copyResults(recs)
+	}
 	hits := uint64(len(recs))
 	sh.stats.replays.Add(hits)
 	sh.stats.misses.Add(uint64(len(keys)) - hits)
-	if !s.share {
-		copyResults(recs)
-	}
 	found := make(map[keyhash.Sum]store.Record, len(recs))
 	for _, rec := range recs {
 		found[rec.Key] = rec

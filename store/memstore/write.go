@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // maxEvictRounds bounds how often one write makes room and retries when
@@ -27,7 +28,10 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, false, err
 	}
-	result := storedResult(out.Result)
+	result, err := s.heldResult(seal.Binding{Scope: scopeName, Key: e.Key, Fingerprint: e.Fingerprint, Kind: out.Kind}, out.Result)
+	if err != nil {
+		return store.Record{}, false, err
+	}
 	cost := recordCost(scopeName, e.Tool, len(result))
 	ttl := opts.TTL(s.defaultTTL)
 	sh := s.shardFor(scopeName)
@@ -46,6 +50,9 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 				}
 				rec := s.out(old, sc)
 				sh.mu.Unlock()
+				if err := s.open(&rec); err != nil {
+					return store.Record{}, false, err
+				}
 				return rec, false, nil
 			}
 		}
@@ -70,6 +77,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 		sc.records[e.Key] = ent
 		rec := s.out(ent, sc)
 		sh.mu.Unlock()
+		s.revealWritten(&rec, out)
 		return rec, true, nil
 	}
 }
@@ -81,7 +89,9 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // (TakenOver false), like every other call of the new run. A live claim
 // survives its scope's expiry and still blocks other callers. A released
 // record of this call is claimed again (Attempts + 1, LastError kept,
-// TakenOver false); one of another call counts as no record.
+// TakenOver false); one of another call counts as no record. A completed
+// record whose result does not open (*seal.OpenError, see Config.Sealer)
+// is neither replayed nor claimed over.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := ctxDone(ctx, "claim"); err != nil {
 		return store.ClaimResult{}, err
@@ -98,8 +108,8 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 // claim is Claim after its input was checked.
 func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration) (store.ClaimResult, error) {
 	sh := s.shardFor(scopeName)
-	if res, ok := s.replayUnderReadLock(sh, scopeName, e); ok {
-		return res, nil
+	if res, ok, err := s.replayUnderReadLock(sh, scopeName, e); ok || err != nil {
+		return res, err
 	}
 	cost := recordCost(scopeName, e.Tool, 0)
 	for round := 0; ; round++ {
@@ -118,6 +128,11 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 			case old.rec.Status == store.StatusCompleted:
 				rec := s.out(old, sc)
 				sh.mu.Unlock()
+				// A result that does not open is neither replayed nor
+				// claimed over: the call fails until an operator acts.
+				if err := s.open(&rec); err != nil {
+					return store.ClaimResult{}, err
+				}
 				sh.stats.replays.Add(1)
 				return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, nil
 			case old.leaseLive(now):
@@ -182,29 +197,30 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 // replayUnderReadLock answers a Claim whose key holds this call's completed
 // record in a live scope, the replay path, under the shard's read lock, so
 // that replays of one run do not queue behind each other. It decides exactly
-// as the write path would for such a record.
-func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry) (store.ClaimResult, bool) {
+// as the write path would for such a record (ok), a result that does not
+// open included (err).
+func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry) (res store.ClaimResult, ok bool, err error) {
 	now := s.clock.Now()
 	sh.mu.RLock()
 	sc := sh.scopes[scopeName]
 	if sc == nil || !sc.live(now) {
 		sh.mu.RUnlock()
-		return store.ClaimResult{}, false
+		return store.ClaimResult{}, false, nil
 	}
 	old := sc.records[e.Key]
 	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
 		sh.mu.RUnlock()
-		return store.ClaimResult{}, false
+		return store.ClaimResult{}, false, nil
 	}
 	sc.touch(now)
 	rec := old.rec
 	rec.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
-	sh.stats.replays.Add(1)
-	if !s.share {
-		rec.Outcome.Result = cloneResult(rec.Outcome.Result)
+	if err := s.reveal(&rec); err != nil {
+		return store.ClaimResult{}, false, err
 	}
-	return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, true
+	sh.stats.replays.Add(1)
+	return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, true, nil
 }
 
 // ClaimMany claims each entry as Claim does, under one input check: bad
@@ -235,7 +251,8 @@ func (s *Store) ClaimMany(ctx context.Context, scopeName string, es []store.Entr
 }
 
 func claimOf(e *entry) store.Claim {
-	return store.Claim{Scope: e.rec.Scope, Key: e.rec.Key, Token: e.rec.Token, LeaseUntil: e.rec.LeaseUntil, Attempt: e.rec.Attempts}
+	return store.Claim{Scope: e.rec.Scope, Key: e.rec.Key, Token: e.rec.Token, LeaseUntil: e.rec.LeaseUntil, Attempt: e.rec.Attempts,
+		Fingerprint: e.rec.Fingerprint}
 }
 
 // held returns the pending record of c if c.Token is still its current
@@ -253,7 +270,8 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 }
 
 // Complete stores out for the claim c, if c.Token is still current (even
-// after its lease ended, as long as nobody took over).
+// after its lease ended, as long as nobody took over) and c.Fingerprint,
+// when set, is its record's.
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
 	if err := ctxDone(ctx, "complete"); err != nil {
 		return store.Record{}, err
@@ -264,16 +282,34 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
-	result := storedResult(out.Result)
-	extra := int64(len(result))
+	// A claim names its call's fingerprint: the result is sealed for it
+	// before the lock is taken. A claim made by hand names none, and its
+	// record's is used, under the lock.
+	var result []byte
+	if !c.Fingerprint.IsZero() || s.sealer == nil {
+		var err error
+		result, err = s.heldResult(seal.Binding{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint, Kind: out.Kind}, out.Result)
+		if err != nil {
+			return store.Record{}, err
+		}
+	}
+	extra := s.heldSize(len(out.Result))
 	sh := s.shardFor(c.Scope)
 	for round := 0; ; round++ {
 		now := s.clock.Now()
 		sh.mu.Lock()
 		e, sc := held(sh, c)
-		if e == nil {
+		if e == nil || (!c.Fingerprint.IsZero() && e.rec.Fingerprint != c.Fingerprint) {
 			sh.mu.Unlock()
 			return store.Record{}, store.LeaseLost(c)
+		}
+		if result == nil {
+			var err error
+			result, err = s.heldResult(bindingOf(&e.rec, out.Kind), out.Result)
+			if err != nil {
+				sh.mu.Unlock()
+				return store.Record{}, err
+			}
 		}
 		if err := s.reserve(0, extra); err != nil {
 			sh.mu.Unlock()
@@ -292,6 +328,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 		sc.touch(now)
 		rec := s.out(e, sc)
 		sh.mu.Unlock()
+		s.revealWritten(&rec, out)
 		return rec, nil
 	}
 }

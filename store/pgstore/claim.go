@@ -46,6 +46,10 @@ func newNonce() []byte {
 // committed and its reply lost), the statement is sent again with the same
 // nonce, and the database hands the same claim back instead of reporting
 // it in flight until its lease ends.
+//
+// A completed record whose result does not open (a *seal.OpenError, see
+// Config.Sealer) is neither replayed nor claimed over: Claim returns the
+// error and changes nothing.
 func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
 		return store.ClaimResult{}, err
@@ -82,19 +86,15 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	if err != nil {
 		return store.ClaimResult{}, s.translate("claim", err)
 	}
-	rec, err := row.record(scope, e.Key)
-	if err != nil {
-		return store.ClaimResult{}, err
-	}
-	res := s.decideClaim(scope, e, won, prior, rec)
+	res := s.decideClaim(scope, e, won, prior, &row)
 	return res, res.Err
 }
 
 // ClaimMany claims each entry as Claim does, in one statement (one round
 // trip for a turn's misses; idem_claim_many), after one input check of the
 // whole batch: bad input in any entry refuses it before anything is
-// written. An entry refused on its own (a fingerprint mismatch) gets its
-// error in ClaimResult.Err. The batch draws one nonce, and is sent again
+// written. An entry refused on its own (a fingerprint mismatch, a result
+// that does not open) gets its error in ClaimResult.Err. The batch draws one nonce, and is sent again
 // with it after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
@@ -151,17 +151,20 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 		if string(rows[i].key) != string(e.Key[:]) {
 			return nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x for call %d, key %s", rows[i].key, i, e.Key)}
 		}
-		rec, err := rows[i].rec.record(scope, e.Key)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, rec)
+		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, &rows[i].rec)
 	}
 	return out, nil
 }
 
-// decideClaim turns one row of claimSQL into the entry's result.
-func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.Int2, rec store.Record) store.ClaimResult {
+// decideClaim turns one row of claimSQL into the entry's result. A record
+// that cannot be decoded (a stored result that does not open: a
+// *seal.OpenError) is the entry's error: it is neither replayed nor
+// claimed over.
+func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.Int2, row *recordScan) store.ClaimResult {
+	rec, err := row.meta(scope, e.Key)
+	if err != nil {
+		return store.ClaimResult{Err: err}
+	}
 	if won {
 		s.stats.claims.Add(1)
 		// A later attempt is a takeover (the earlier outcome is unknown)
@@ -182,6 +185,10 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 				Token:      rec.Token,
 				LeaseUntil: rec.LeaseUntil,
 				Attempt:    rec.Attempts,
+				// The caller's fingerprint is the record's: a claim is
+				// granted only over no record, this call's own, or a
+				// released one, whose fingerprint it then takes.
+				Fingerprint: e.Fingerprint,
 			},
 			TakenOver: takenOver,
 		}
@@ -191,6 +198,9 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 		return store.ClaimResult{Err: err}
 	}
 	if rec.Status == store.StatusCompleted {
+		if err := row.open(s.codec, &rec); err != nil {
+			return store.ClaimResult{Err: err}
+		}
 		s.stats.replays.Add(1)
 		return store.ClaimResult{State: store.ClaimCompleted, Record: rec}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // Defaults of Config fields left zero.
@@ -96,6 +97,16 @@ type Config struct {
 	// use, the operation fails with a *store.UnavailableError wrapping
 	// ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
 	AcquireTimeout time.Duration
+	// Sealer, when set, encrypts every stored result at rest (package
+	// store/seal): each write of a result (Complete, CompleteTx, Put,
+	// PutTx, ResolveStore) seals it with the Sealer's current key, bound
+	// to its scope, key, fingerprint and kind, and each read opens it with
+	// whichever of its keys sealed it. Rows stored in clear stay readable
+	// (unless the Sealer refuses plaintext); a result that does not open is
+	// never handed out: the call fails with a *seal.OpenError. Reseal moves
+	// results to the current key. Nil stores results as given and refuses
+	// sealed ones (*seal.OpenError). Defaults to nil.
+	Sealer *seal.Sealer
 	// Logger receives the store's operational messages (listener
 	// reconnects, released claims with their cause, retries, writes settled
 	// by reading them back). Defaults to a logger that discards everything.
@@ -171,6 +182,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Limits.Validate(configName); err != nil {
 		return err
+	}
+	if c.Sealer != nil && len(c.Sealer.KeyIDs()) == 0 {
+		return &contract.ConfigError{Config: configName, Field: "Sealer", Problem: "holds no key: make it with seal.New"}
 	}
 	if c.Limits.MaxScopeBytes > MaxScopeBytesLimit {
 		return &contract.ConfigError{Config: configName, Field: "Limits.MaxScopeBytes", Problem: fmt.Sprintf("%d is over %d, the most a primary-key entry can hold", c.Limits.MaxScopeBytes, MaxScopeBytesLimit)}

@@ -75,6 +75,14 @@
 // (SQLSTATE 0A000) is a *store.RefusedError, never retried, and its
 // connection is dropped.
 //
+// Encryption at rest (opt-in). With Config.Sealer, every stored result is
+// sealed (package store/seal: AES-256-GCM bound to the row's scope, key,
+// fingerprint and outcome kind, encoding 2) before it is sent and opened
+// when it is read; rows in clear stay readable. A row that does not open
+// (changed or moved by SQL, sealed with a key this process does not hold)
+// gives *seal.OpenError and is never replayed nor claimed over. Reseal
+// moves results to the current key (idemctl reseal).
+//
 // Release keeps the record as released (attempts and last error) for
 // operators; the Store implements store.Inspector, whose listing and
 // resolutions docs/operations.md also gives as SQL.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // This file is the one place that reads driver errors: translate turns them
@@ -35,9 +36,12 @@ func (s *Store) translate(op string, err error) error {
 		return nil
 	}
 	// Already the store's own (an exhausted pool, a lost lease found by a
-	// read-back): keep it as it is.
-	var ue *store.UnavailableError
-	if errors.As(err, &ue) {
+	// read-back, a stored result that does not open): keep it as it is.
+	var (
+		ue *store.UnavailableError
+		oe *seal.OpenError
+	)
+	if errors.As(err, &ue) || errors.As(err, &oe) {
 		return err
 	}
 	if isContextError(err) {
@@ -189,8 +193,9 @@ func mayHaveApplied(err error) bool {
 		pgErr *pgconn.PgError
 		ae    *acquireError
 		ue    *store.UnavailableError
+		oe    *seal.OpenError // read whole: the result it read does not open
 	)
-	return !errors.As(err, &pgErr) && !errors.As(err, &ae) && !errors.As(err, &ue)
+	return !errors.As(err, &pgErr) && !errors.As(err, &ae) && !errors.As(err, &ue) && !errors.As(err, &oe)
 }
 
 // acquireError is a failure to get a connection from the pool (it could not

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 var _ store.Inspector = (*Store)(nil)
@@ -52,7 +53,7 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 			scope   string
 			problem int16
 		)
-		return forEachRecord(rows, []any{&scope, &problem}, func() string { return scope },
+		return forEachRecord(rows, s.codec, []any{&scope, &problem}, func() string { return scope },
 			func(rec store.Record) {
 				list = append(list, store.Attention{Problem: store.Problem(problem), Record: rec})
 			})
@@ -66,7 +67,10 @@ func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]st
 // ResolveStore stores out as the outcome of the pending or released record
 // of key in scope whose token is token, under a new fencing token, and
 // wakes its waiters; one statement (idem_resolve, see pgsql), plus a read
-// that says why when it was refused. See store.Inspector.
+// that says why when it was refused. When results are sealed, the record
+// is read first for the fingerprint the outcome is bound to (the
+// resolution is fenced by the token, which names one call). See
+// store.Inspector.
 func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out store.Outcome) (store.Record, error) {
 	if err := s.checkResolve(ctx, scope, key, token); err != nil {
 		return store.Record{}, err
@@ -74,7 +78,21 @@ func (s *Store) ResolveStore(ctx context.Context, scope string, key keyhash.Sum,
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
-	encoding, data := encodeResult(out.Result)
+	b := seal.Binding{Scope: scope, Key: key, Kind: out.Kind}
+	if s.codec.sealing() {
+		rb, err := s.readRecord(ctx, scope, key)
+		if err != nil {
+			return store.Record{}, s.translate("resolve store", err)
+		}
+		if err := refusedResolution(rb, scope, key, token); err != nil {
+			return store.Record{}, err
+		}
+		b.Fingerprint = rb.rec.Fingerprint
+	}
+	encoding, data, err := s.codec.encode(b, out.Result)
+	if err != nil {
+		return store.Record{}, err
+	}
 	rec, err := s.resolve(ctx, "resolve store", scope, key, token,
 		int16(store.StatusCompleted), pgtype.Int2{Int16: int16(out.Kind), Valid: true}, pgtype.Int2{Int16: encoding, Valid: true}, data, nil)
 	if err == nil {
@@ -122,21 +140,34 @@ func (s *Store) resolve(ctx context.Context, op, scope string, key keyhash.Sum, 
 		return err
 	})
 	if err == nil {
-		return row.record(scope, key)
+		return row.record(s.codec, scope, key)
 	}
 	if !isNoRows(err) {
 		return store.Record{}, s.translate(op, err)
 	}
 	rb, err := s.readRecord(ctx, scope, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		return store.Record{}, s.translate(op, err)
-	case !rb.found || rb.dead:
-		return store.Record{}, store.ErrNotFound
-	case rb.rec.Status == store.StatusCompleted:
-		return store.Record{}, &store.CompletedError{Scope: scope, Key: key, Token: rb.rec.Token}
 	}
+	if err := refusedResolution(rb, scope, key, token); err != nil {
+		return store.Record{}, err
+	}
+	// Resolvable when read again: it changed between the two statements.
 	return store.Record{}, &store.LeaseLostError{Scope: scope, Key: key, Token: token}
+}
+
+// refusedResolution says why the record read back is not resolvable at
+// token (gone or dead, completed, at another token), or nil when it is.
+func refusedResolution(rb readBack, scope string, key keyhash.Sum, token int64) error {
+	switch {
+	case !rb.found || rb.dead:
+		return store.ErrNotFound
+	case rb.rec.Status == store.StatusCompleted:
+		return &store.CompletedError{Scope: scope, Key: key, Token: rb.rec.Token}
+	case rb.rec.Token != token:
+		return &store.LeaseLostError{Scope: scope, Key: key, Token: token}
+	}
+	return nil
 }
 
 func (s *Store) checkResolve(ctx context.Context, scope string, key keyhash.Sum, token int64) error {

@@ -41,6 +41,7 @@ type Store struct {
 	channel      string
 	defaultTTL   time.Duration
 	limits       store.Limits // with defaults applied
+	codec        resultCodec
 	pollInterval time.Duration
 	writeTimeout time.Duration
 	log          *slog.Logger
@@ -89,6 +90,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		channel:      channelName(c.Schema),
 		defaultTTL:   c.DefaultScopeTTL,
 		limits:       c.Limits.WithDefaults(),
+		codec:        resultCodec{sealer: c.Sealer},
 		pollInterval: c.PollInterval,
 		writeTimeout: c.WriteTimeout,
 		log:          c.Logger,

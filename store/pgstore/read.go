@@ -12,7 +12,8 @@ import (
 )
 
 // Get returns the live completed record of key in scope, or
-// store.ErrNotFound. One statement: a primary-key probe.
+// store.ErrNotFound. One statement: a primary-key probe. A result that
+// does not open gives *seal.OpenError (see Config.Sealer).
 func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.Record, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return store.Record{}, err
@@ -34,7 +35,7 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	if err != nil {
 		return store.Record{}, s.translate("lookup", err)
 	}
-	rec, err := row.record(scope, key)
+	rec, err := row.record(s.codec, scope, key)
 	if err != nil {
 		return store.Record{}, err
 	}
@@ -42,7 +43,9 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	return rec, nil
 }
 
-// GetMany looks up several keys of one scope in one statement.
+// GetMany looks up several keys of one scope in one statement. One result
+// that does not open fails the whole lookup with *seal.OpenError: leaving
+// it out would read as a miss, and a miss runs the call again.
 func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return nil, err
@@ -67,7 +70,7 @@ func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (
 		if err != nil {
 			return err
 		}
-		return forEachRecord(rows, nil, func() string { return scope },
+		return forEachRecord(rows, s.codec, nil, func() string { return scope },
 			func(rec store.Record) { found[rec.Key] = rec })
 	})
 	if err != nil {
@@ -90,7 +93,10 @@ var errNoRows = pgx.ErrNoRows
 
 // readBack is a record read whatever its state.
 type readBack struct {
+	// rec is the record without its outcome (recordScan.meta): the
+	// read-back decides by status and token; open adds the outcome.
 	rec store.Record
+	row recordScan
 	// found is false when there is no record.
 	found bool
 	// dead: a record of an expired scope that is no live claim.
@@ -104,11 +110,8 @@ type readBack struct {
 // whose acknowledgement was lost, and tells why an operator's resolution
 // was refused.
 func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (readBack, error) {
-	var (
-		rb  readBack
-		row recordScan
-	)
-	targets := append([]any{&rb.dead, &rb.watched}, row.targets()...)
+	var rb readBack
+	targets := append([]any{&rb.dead, &rb.watched}, rb.row.targets()...)
 	err := s.do(ctx, "read back", rerunAlways, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, s.sql.Read, scope, key[:]).Scan(targets...)
 	})
@@ -118,7 +121,11 @@ func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (
 	if err != nil {
 		return readBack{}, err
 	}
-	rb.rec, err = row.record(scope, key)
+	rb.rec, err = rb.row.meta(scope, key)
 	rb.found = err == nil
 	return rb, err
 }
+
+// open adds the outcome to rb.rec when it is completed (a
+// *seal.OpenError when its result does not open).
+func (rb *readBack) open(c resultCodec) error { return rb.row.open(c, &rb.rec) }

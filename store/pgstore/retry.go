@@ -135,7 +135,10 @@ func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done 
 					// The lost write's own wake-up may have been lost with it.
 					s.wake(ctx, nil, keyPayload(c.Scope, c.Key))
 				}
-				return &rec, nil
+				if oerr := rb.open(s.codec); oerr != nil {
+					return nil, oerr
+				}
+				return &rb.rec, nil
 			case mine && rec.Status == store.StatusPending:
 				s.logSettled(ctx, op, c, "it did not take effect; sending it again", err)
 			default:

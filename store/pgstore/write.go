@@ -8,7 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/seal"
 )
 
 // Put stores out for e in scope unless the key has a live record
@@ -42,14 +44,16 @@ func (s *Store) PutTx(ctx context.Context, tx pgx.Tx, scope string, e store.Entr
 // put runs putSQL on tx, or on the pool when tx is nil (retrying there what
 // is safe to retry).
 func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	encoding, data := encodeResult(out.Result)
+	encoding, data, err := s.codec.encode(seal.Binding{Scope: scope, Key: e.Key, Fingerprint: e.Fingerprint, Kind: out.Kind}, out.Result)
+	if err != nil {
+		return store.Record{}, false, err
+	}
 	args := []any{scope, e.Key[:], e.Tool, e.Fingerprint[:], int16(out.Kind), encoding, data, micros(opts.TTL(s.defaultTTL))}
 	var (
 		stored bool
 		row    recordScan
 	)
 	targets := append([]any{&stored}, row.targets()...)
-	var err error
 	if tx != nil {
 		err = tx.QueryRow(ctx, s.sql.Put, args...).Scan(targets...)
 	} else {
@@ -62,7 +66,7 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry,
 	if err != nil {
 		return store.Record{}, false, s.translate("put", err)
 	}
-	rec, err := row.record(scope, e.Key)
+	rec, err := row.meta(scope, e.Key)
 	if err != nil {
 		return store.Record{}, false, err
 	}
@@ -71,6 +75,9 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry,
 			s.stats.mismatches.Add(1)
 			return store.Record{}, false, err
 		}
+	}
+	if err := row.open(s.codec, &rec); err != nil {
+		return store.Record{}, false, err
 	}
 	return rec, stored, nil
 }
@@ -87,6 +94,10 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry,
 // returned; still pending under c's token means it was not, and it is sent
 // again; anything else is *store.LeaseLostError. Failures that cannot have
 // taken effect are retried (see Config.MaxRetries).
+//
+// A claim whose Fingerprint is set and is not its record's is not current
+// (*store.LeaseLostError). With Config.Sealer, out is sealed for
+// c.Fingerprint (the claim the store granted names it).
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
 	if err := s.checkClaim(ctx, c); err != nil {
 		return store.Record{}, err
@@ -153,17 +164,57 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 // complete runs completeSQL on q; watched says whether a waiter marked
 // the record (the caller wakes it). Errors come back untranslated
 // (pgx.ErrNoRows: the token is not current).
+//
+// A sealed result is bound to the claim's fingerprint, and the statement
+// completes the record only if it is the record's. A claim without one
+// (made by hand) has it read from the record first, one round trip more,
+// only when results are sealed.
 func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out store.Outcome) (rec store.Record, watched bool, err error) {
-	encoding, data := encodeResult(out.Result)
+	fp := c.Fingerprint
+	if fp.IsZero() && s.codec.sealing() {
+		if fp, err = s.claimedFingerprint(ctx, q, c); err != nil {
+			return store.Record{}, false, err
+		}
+	}
+	encoding, data, err := s.codec.encode(seal.Binding{Scope: c.Scope, Key: c.Key, Fingerprint: fp, Kind: out.Kind}, out.Result)
+	if err != nil {
+		return store.Record{}, false, err
+	}
+	var fence []byte // NULL: no fingerprint to check
+	if !fp.IsZero() {
+		fence = fp[:]
+	}
 	var row recordScan
 	err = q.QueryRow(ctx, s.sql.Complete,
-		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data,
+		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, fence,
 	).Scan(append([]any{&watched}, row.targets()...)...)
 	if err != nil {
 		return store.Record{}, false, err
 	}
-	rec, err = row.record(c.Scope, c.Key)
+	rec, err = row.record(s.codec, c.Scope, c.Key)
 	return rec, watched, err
+}
+
+// claimedFingerprint reads the fingerprint of the pending record that c
+// holds, on q (inside the caller's transaction for CompleteTx);
+// pgx.ErrNoRows when c is not current.
+func (s *Store) claimedFingerprint(ctx context.Context, q querier, c store.Claim) (keyhash.Sum, error) {
+	var (
+		dead, watched bool
+		row           recordScan
+	)
+	err := q.QueryRow(ctx, s.sql.Read, c.Scope, c.Key[:]).Scan(append([]any{&dead, &watched}, row.targets()...)...)
+	if err != nil {
+		return keyhash.Sum{}, err
+	}
+	rec, err := row.meta(c.Scope, c.Key)
+	if err != nil {
+		return keyhash.Sum{}, err
+	}
+	if rec.Status != store.StatusPending || rec.Token != c.Token {
+		return keyhash.Sum{}, errNoRows
+	}
+	return rec.Fingerprint, nil
 }
 
 // Release gives up the claim c after a failed call, so that the next

@@ -86,8 +86,12 @@ FROM /* schema */idem_put($1, $2, $3, $4, $5, $6, $7, $8)`
 // The clock is statement_timestamp(): CompleteTx may run inside a caller's
 // long transaction.
 //
+// $7 is the claim's fingerprint, or NULL: a sealed result is bound to the
+// fingerprint the store was given, so a claim that names another one than
+// its record's (a claim made by hand) completes nothing.
+//
 // Parameters: $1 scope, $2 key, $3 token, $4 outcome kind, $5 encoding,
-// $6 result.
+// $6 result, $7 fingerprint (or NULL).
 const completeSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
 UPDATE /* schema */idem_records AS r SET
 	status = 2 /* completed */, outcome_kind = $4, encoding = $5, result = $6,
@@ -102,6 +106,7 @@ UPDATE /* schema */idem_records AS r SET
 		ELSE r.expires_at END
 FROM clock c
 WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+  AND ($7::bytea IS NULL OR r.fingerprint = $7)
 RETURNING r.watched, ` + RecordColumns
 
 // releaseSQL turns a claim whose token is current into a released record

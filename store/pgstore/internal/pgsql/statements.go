@@ -14,6 +14,8 @@ type Statements struct {
 	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
 	// The operators' API.
 	Attention, AttentionInScope, Resolve string
+	// Encryption at rest: moving results to the current key.
+	ResealList, Reseal string
 	// What New asks the database.
 	Session string
 	// Citus only (tables distributed): what New asks, and cleanup.
@@ -55,6 +57,8 @@ func build(fill func(string) string) Statements {
 		Attention:          fill(attentionSQL),
 		AttentionInScope:   fill(attentionInScopeSQL),
 		Resolve:            fill(resolveSQL),
+		ResealList:         fill(resealListSQL),
+		Reseal:             fill(resealSQL),
 		Session:            fill(sessionSQL),
 		Distribution:       fill(distributionSQL),
 		CleanupScopes:      fill(cleanupScopesSQL),
@@ -76,6 +80,7 @@ func (s Statements) All() []Named {
 		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
 		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
 		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
+		{"ResealList", s.ResealList}, {"Reseal", s.Reseal},
 		{"Session", s.Session}, {"Distribution", s.Distribution},
 		{"CleanupScopes", s.CleanupScopes}, {"RemoveExpiredHere", s.RemoveExpiredHere},
 	}

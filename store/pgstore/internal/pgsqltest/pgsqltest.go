@@ -62,7 +62,7 @@ func Args(name, schema string) ([]any, error) {
 	case "Put":
 		return []any{Scope, Key, "send_mail", Fingerprint, int16(store.KindSuccess), int16(1), []byte("result"), ttl}, nil
 	case "Complete":
-		return []any{Scope, Key, token, int16(store.KindSuccess), int16(1), []byte("result")}, nil
+		return []any{Scope, Key, token, int16(store.KindSuccess), int16(1), []byte("result"), Fingerprint}, nil
 	case "Release":
 		return []any{Scope, Key, token, "the cause"}, nil
 	case "Renew":
@@ -83,6 +83,10 @@ func Args(name, schema string) ([]any, error) {
 		return []any{int64(900_000_000), 3, 100, Scope, time.Unix(0, 0), Key}, nil
 	case "Resolve":
 		return []any{Scope, Key, token, int16(store.StatusReleased), nil, nil, nil, "operator's note"}, nil
+	case "ResealList":
+		return []any{"", []byte{}, []byte{0, 0, 0, 2}, 100}, nil
+	case "Reseal":
+		return []any{Scope, Key, token, time.Unix(0, 0), int16(1), []byte("result"), []byte("sealed result")}, nil
 	case "Session":
 		return nil, nil
 	case "Distribution":
