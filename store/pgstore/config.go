@@ -107,6 +107,18 @@ type Config struct {
 	// results to the current key. Nil stores results as given and refuses
 	// sealed ones (*seal.OpenError). Defaults to nil.
 	Sealer *seal.Sealer
+	// ConfirmReads makes every read that hands out a stored outcome (a
+	// replay from Get, GetMany, Claim or ClaimMany's first look, a Put that
+	// found one, a write settled by reading it back) confirm it on the
+	// synchronous standby first: the read takes a row lock, whose commit
+	// waits for the standby. Turn it on with a synchronous standby and
+	// automatic failover (docs/operations.md, "High availability"): a
+	// crashed primary that comes back before the failover may show commits
+	// its standby never had, and without it a caller could be handed such
+	// an outcome, then find it gone on the promoted standby and run the call
+	// again. It costs every replay a commit that waits for the standby.
+	// Defaults to false.
+	ConfirmReads bool
 	// Logger receives the store's operational messages (listener
 	// reconnects, released claims with their cause, retries, writes settled
 	// by reading them back). Defaults to a logger that discards everything.

@@ -83,6 +83,31 @@ func TestLostCompleteAcknowledgementIsSettledByReadingBack(t *testing.T) {
 	require.Equal(t, []byte("marker-lost-ack"), got.Outcome.Result)
 }
 
+// A Complete that hits its write timeout after the statement committed (its
+// reply held up on the way back) is settled by reading the record back, as
+// a lost acknowledgement is: the outcome is stored, and Complete says so
+// instead of leaving the claim to expire and the call to be taken over.
+func TestCompleteThatTimedOutAfterItsCommitIsSettledByReadingBack(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	b := faultSetup(t, &pgstore.Config{WriteTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	e := entry("id", `{}`)
+	c := mustClaim(ctx, t, b.st, "run", e, time.Hour)
+
+	fired := b.proxy.arm("marker-late-ack", holdReply, nil)
+	rec, err := b.st.Complete(ctx, c, success("marker-late-ack"))
+	waitFired(ctx, t, fired)
+	require.NoError(t, err, "the outcome was stored: the caller must not be told otherwise")
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	require.Equal(t, c.Token, rec.Token)
+	require.Equal(t, []byte("marker-late-ack"), rec.Outcome.Result)
+	require.Contains(t, b.log.String(), "settled by reading the record back: it took effect")
+	status, token, result := b.readRow(ctx, t, "run", e)
+	require.Equal(t, int16(store.StatusCompleted), status)
+	require.Equal(t, c.Token, token)
+	require.Equal(t, []byte("marker-late-ack"), result)
+}
+
 // A Complete whose statement never reached the server (the connection died
 // with it in flight) is found still pending under its token when read
 // back, and is sent again.

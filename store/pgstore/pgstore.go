@@ -38,6 +38,8 @@ type Store struct {
 	pool         *pgxpool.Pool
 	schema       string
 	sql          pgsql.Statements
+	readBack     string // the read that settles a write: Read, or ConfirmedRead (Config.ConfirmReads)
+	confirmReads bool   // Config.ConfirmReads
 	channel      string
 	defaultTTL   time.Duration
 	limits       store.Limits // with defaults applied
@@ -101,6 +103,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		maxRetryBackoff: c.MaxRetryBackoff,
 		acquireTimeout:  c.AcquireTimeout,
 	}
+	if c.ConfirmReads {
+		s.sql.Get, s.sql.GetMany, s.sql.ClaimRead = s.sql.ConfirmedGet, s.sql.ConfirmedGetMany, s.sql.ConfirmedClaimRead
+		s.readBack = s.sql.ConfirmedRead
+	} else {
+		s.readBack = s.sql.Read
+	}
+	s.confirmReads = c.ConfirmReads
 	s.waiters.init()
 	s.listener = newListener(pool, s.channel, s.log, &s.waiters)
 	if err := s.checkSchema(ctx); err != nil {

@@ -50,6 +50,11 @@ const (
 	// the connection cut. The statement took effect and the client never
 	// heard: a lost commit acknowledgement.
 	dropReply
+	// holdReply: the message reaches the server, which runs and commits
+	// the statement; its reply is held back and the connection left open,
+	// so the client waits until its own deadline ends the statement: a
+	// write that timed out after it took effect.
+	holdReply
 )
 
 type fault struct {
@@ -164,8 +169,10 @@ type link struct {
 	p              *faultProxy
 	client, server net.Conn
 	once           sync.Once
-	// swallow holds the dropReply fault whose reply the server is sending.
+	// swallow holds the dropReply or holdReply fault whose reply the
+	// server is sending.
 	swallow atomic.Pointer[fault]
+	held    sync.Once // holdReply's fired is closed once
 }
 
 // cut closes both sides, after running the fault's before hook, and
@@ -179,10 +186,15 @@ func (l *link) cut(f *fault) {
 		_ = l.server.Close()
 		l.p.track(l.client, false)
 		l.p.track(l.server, false)
-		if f != nil {
+		if f != nil && f.mode != holdReply {
 			close(f.fired)
 		}
 	})
+}
+
+// fireOnce reports a held reply's fault fired, without cutting the link.
+func (l *link) fireOnce(f *fault) {
+	l.held.Do(func() { close(f.fired) })
 }
 
 func (l *link) clientToServer() {
@@ -224,6 +236,12 @@ func (l *link) serverToClient() {
 			if f := l.swallow.Load(); f != nil {
 				pending = append(pending, buf[:n]...)
 				if readyForQuery(&pending) {
+					if f.mode == holdReply {
+						// Committed: the client hears nothing until its
+						// deadline gives up on the connection.
+						l.fireOnce(f)
+						continue
+					}
 					l.cut(f) // committed, and the client never hears of it
 					return
 				}

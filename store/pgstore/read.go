@@ -113,7 +113,7 @@ func (s *Store) readRecord(ctx context.Context, scope string, key keyhash.Sum) (
 	var rb readBack
 	targets := append([]any{&rb.dead, &rb.watched}, rb.row.targets()...)
 	err := s.do(ctx, "read back", rerunAlways, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.Read, scope, key[:]).Scan(targets...)
+		return conn.QueryRow(ctx, s.readBack, scope, key[:]).Scan(targets...)
 	})
 	if isNoRows(err) {
 		return readBack{}, nil

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -119,6 +120,11 @@ func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done 
 		switch {
 		case err == nil || isNoRows(err):
 			return nil, err
+		case done != 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+			// The write's own timeout (Complete and Release run under
+			// WriteTimeout, detached from the caller) ended it, perhaps
+			// after it was sent and committed: only the database can tell.
+			return s.settleTimedOut(ctx, op, c, done, err)
 		case mayHaveApplied(err):
 			rb, rerr := s.readRecord(ctx, c.Scope, c.Key)
 			if rerr != nil {
@@ -156,7 +162,32 @@ func (s *Store) fencedWrite(ctx context.Context, op string, c store.Claim, done 
 	}
 }
 
+// settleTimedOut settles a Complete or Release that hit its write timeout,
+// by reading the record back in a fresh, equally bounded context: the
+// record under c's token with the status the write sets means it took
+// effect (its record is returned); anything else means it did not, or not
+// yet: err is returned, and the claim is left as the database has it (a
+// write still running is cancelled by the driver; if it commits after all,
+// the next caller finds the outcome stored).
+func (s *Store) settleTimedOut(ctx context.Context, op string, c store.Claim, done store.Status, err error) (*store.Record, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.writeTimeout)
+	defer cancel()
+	rb, rerr := s.readRecord(rctx, c.Scope, c.Key)
+	if rerr != nil || !rb.found || rb.rec.Token != c.Token || rb.rec.Status != done {
+		s.logSettled(ctx, op, c, "it had not taken effect when read back", err)
+		return nil, err
+	}
+	s.logSettled(ctx, op, c, "it took effect", err)
+	if rb.watched {
+		s.wake(rctx, nil, keyPayload(c.Scope, c.Key))
+	}
+	if oerr := rb.open(s.codec); oerr != nil {
+		return nil, oerr
+	}
+	return &rb.rec, nil
+}
+
 func (s *Store) logSettled(ctx context.Context, op string, c store.Claim, what string, err error) {
-	s.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: connection lost after sending "+op+"; settled by reading the record back: "+what,
+	s.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: "+op+" sent, its answer lost or late; settled by reading the record back: "+what,
 		slog.String("scope", c.Scope), slog.String("key", c.Key.String()), slog.Int64("token", c.Token), slog.Any("error", err))
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -75,11 +76,31 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, scope string, e store.Entry,
 			s.stats.mismatches.Add(1)
 			return store.Record{}, false, err
 		}
+		if tx == nil && s.confirmReads && rec.Status == store.StatusCompleted {
+			if err := s.confirm(ctx, scope, e, rec); err != nil {
+				return store.Record{}, false, err
+			}
+		}
 	}
 	if err := row.open(s.codec, &rec); err != nil {
 		return store.Record{}, false, err
 	}
 	return rec, stored, nil
+}
+
+// confirm hands out the outcome rec that Put found only once a read that
+// waits for the synchronous standby (Config.ConfirmReads) finds it too: an
+// outcome the standby never had is not handed out, and the caller gets a
+// *store.UnavailableError to retry once the failover is over.
+func (s *Store) confirm(ctx context.Context, scope string, e store.Entry, rec store.Record) error {
+	rb, err := s.readRecord(ctx, scope, e.Key)
+	switch {
+	case err != nil:
+		return s.translate("confirm", err)
+	case !rb.found || rb.rec.Status != store.StatusCompleted || rb.rec.Token != rec.Token || !rb.rec.UpdatedAt.Equal(rec.UpdatedAt):
+		return &store.UnavailableError{Op: "confirm", Err: errors.New("the stored outcome read is not on the primary the confirmation reached (a failover?)")}
+	}
+	return nil
 }
 
 // Complete stores out for the claim c and returns the completed record; one

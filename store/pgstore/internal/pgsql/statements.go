@@ -10,6 +10,10 @@ const SchemaMarker = "/* schema */"
 type Statements struct {
 	// The call path.
 	Get, GetMany, ClaimRead, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	// The reads that hand out an outcome, confirmed on the synchronous
+	// standby (Config.ConfirmReads): each takes a row lock, whose commit
+	// waits for the standby.
+	ConfirmedGet, ConfirmedGetMany, ConfirmedClaimRead, ConfirmedRead string
 	// Scope maintenance.
 	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
 	// The operators' API.
@@ -49,6 +53,10 @@ func build(fill func(string) string) Statements {
 		Watch:              fill(watchSQL),
 		WaitCheck:          fill(waitCheckSQL),
 		Read:               fill(readSQL),
+		ConfirmedGet:       fill(confirmed(getSQL)),
+		ConfirmedGetMany:   fill(confirmed(getManySQL)),
+		ConfirmedClaimRead: fill(confirmed(claimReadSQL)),
+		ConfirmedRead:      fill(confirmed(readSQL)),
 		Notify:             fill(notifySQL),
 		ExtendScope:        fill(extendScopeSQL),
 		DeleteScopeRow:     fill(deleteScopeRowSQL),
@@ -77,6 +85,8 @@ func (s Statements) All() []Named {
 		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
 		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
+		{"ConfirmedGet", s.ConfirmedGet}, {"ConfirmedGetMany", s.ConfirmedGetMany},
+		{"ConfirmedClaimRead", s.ConfirmedClaimRead}, {"ConfirmedRead", s.ConfirmedRead},
 		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
 		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
 		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
@@ -85,3 +95,16 @@ func (s Statements) All() []Named {
 		{"CleanupScopes", s.CleanupScopes}, {"RemoveExpiredHere", s.RemoveExpiredHere},
 	}
 }
+
+// confirmed makes a read that hands out an outcome confirm it on the
+// synchronous standby before it returns. PostgreSQL makes a commit visible
+// on the primary before its synchronous standby has it when the commit's
+// wait for the standby ends without an answer (its session was terminated,
+// or the server crashed and replayed the commit from its own WAL on
+// restart; pg_auto_failover restarts a crashed primary in place, read-write,
+// while the monitor may be failing over). A read alone would hand out such
+// an outcome, which the promoted standby never had. A row lock is
+// WAL-logged, so the read's own commit waits for the standby to flush the
+// WAL up to it, and with it everything the read saw: on a node cut off from
+// its standby the read never returns, so nothing it read is handed out.
+func confirmed(read string) string { return read + "\nFOR SHARE" }

@@ -48,11 +48,11 @@ func Args(name, schema string) ([]any, error) {
 	)
 	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
 	switch name {
-	case "Get", "Read":
+	case "Get", "Read", "ConfirmedGet", "ConfirmedRead":
 		return []any{Scope, Key}, nil
-	case "GetMany":
+	case "GetMany", "ConfirmedGetMany":
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
-	case "ClaimRead":
+	case "ClaimRead", "ConfirmedClaimRead":
 		return []any{Scope, Key, Fingerprint, Nonce}, nil
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
