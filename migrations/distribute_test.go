@@ -18,7 +18,6 @@ import (
 	"github.com/idemstore/idemstore/internal/citustest"
 	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/migrations"
-	migschema "github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -241,7 +240,7 @@ func TestDistributeRefusesAnUnmigratedSchema(t *testing.T) {
 		require.NoError(t, err)
 	})
 	err = migrations.Distribute(ctx, pool, empty)
-	require.True(t, errors.Is(err, migschema.ErrNotMigrated), "%v", err)
+	require.True(t, errors.Is(err, schemapkg.ErrNotMigrated), "%v", err)
 }
 
 func TestDistributeRefusesATableCitusHoldsOtherwise(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
+	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver the readiness check uses
 	"github.com/moby/moby/api/types/network"
@@ -52,7 +52,7 @@ type container struct {
 // (no engine, no image and no registry), and another error when it can but
 // the container fails.
 func startContainer(ctx context.Context, logger tclog.Logger) (*container, string, error) {
-	defaultDockerEnv()
+	pgtest.DefaultDockerEnv()
 	img := os.Getenv(EnvImage)
 	if img == "" {
 		img = DefaultImage
@@ -184,7 +184,7 @@ func (c *container) String() string { return "a container of " + c.image }
 // "localhost" is spelt 127.0.0.1 for a local engine so that no connection
 // tries ::1 first.
 func containerURL(host, port string) string {
-	if host == "localhost" && localEngine() {
+	if host == "localhost" && pgtest.LocalEngine() {
 		host = "127.0.0.1"
 	}
 	u := url.URL{
@@ -195,31 +195,4 @@ func containerURL(host, port string) string {
 		RawQuery: "sslmode=disable",
 	}
 	return u.String()
-}
-
-// defaultDockerEnv disables testcontainers' reaper unless told otherwise
-// (citustest terminates its container itself, and the reaper's image would
-// have to be pulled) and points it at localhost for a local engine, as
-// pgtest does. It only sets variables that are unset.
-func defaultDockerEnv() {
-	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
-		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	if _, set := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); set {
-		return
-	}
-	if h := os.Getenv("DOCKER_HOST"); h == "" || strings.HasPrefix(h, "unix://") {
-		_ = os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "localhost")
-	}
-}
-
-func localEngine() bool {
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		return false
-	}
-	switch os.Getenv("TESTCONTAINERS_HOST_OVERRIDE") {
-	case "", "localhost", "127.0.0.1":
-		return true
-	}
-	return false
 }

@@ -2,14 +2,12 @@ package citustest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/internal/pgtest"
 	"github.com/idemstore/idemstore/migrations"
 )
 
@@ -44,9 +42,9 @@ func NewLocalSchema(t testing.TB) (*pgxpool.Pool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
 	defer cancel()
 
-	name := uniqueSchemaName(t)
+	name := pgtest.UniqueSchemaName(t, "citustest_")
 	// Registered first so that it runs last, after the pool is closed.
-	t.Cleanup(func() { dropSchema(t, u, name) })
+	t.Cleanup(func() { pgtest.DropSchema(t, u, name) })
 	if err := migrations.Up(ctx, u, name); err != nil {
 		t.Fatalf("citustest: migrate schema %s: %v", name, err)
 	}
@@ -56,32 +54,4 @@ func NewLocalSchema(t testing.TB) (*pgxpool.Pool, string) {
 	}
 	t.Cleanup(pool.Close)
 	return pool, name
-}
-
-// uniqueSchemaName returns a name that matches schema.Pattern and
-// that no other test, in this binary or another, will draw.
-func uniqueSchemaName(t testing.TB) string {
-	t.Helper()
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("citustest: random schema name: %v", err)
-	}
-	return "citustest_" + hex.EncodeToString(b[:])
-}
-
-// dropSchema drops the schema with its tables; Citus drops their shards on
-// the workers too.
-func dropSchema(t testing.TB, databaseURL, name string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		t.Logf("citustest: drop schema %s: %v", name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-		t.Errorf("citustest: drop schema %s: %v", name, err)
-	}
 }

@@ -169,7 +169,7 @@ func (c *Container) terminate() error {
 // (on a local Docker engine), so a pool made before a restart reconnects to
 // the same URL, as clients of a real server restarted in place do.
 func startContainer(ctx context.Context, logger tclog.Logger, pin bool) (*Container, error) {
-	defaultHostOverride()
+	DefaultDockerEnv()
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	img, err := probeDocker(ctx, logger)
@@ -228,7 +228,7 @@ var postgresPort = network.MustParsePort("5432/tcp")
 // needs the test database), on a port of its choosing unless pin asks for
 // a fixed one. Elsewhere (a remote engine) it leaves the address to Docker.
 func portBinding(pin bool) (network.PortBinding, error) {
-	if !localEngine() {
+	if !LocalEngine() {
 		return network.PortBinding{}, nil
 	}
 	b := network.PortBinding{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1})}
@@ -254,7 +254,7 @@ func readinessURL(host string, port network.Port) string {
 // Where the port is bound to the loopback address only, "localhost" is
 // spelt 127.0.0.1 so that no connection first tries ::1 in vain.
 func containerURL(host string, port network.Port) string {
-	if localEngine() && host == "localhost" {
+	if LocalEngine() && host == "localhost" {
 		host = "127.0.0.1"
 	}
 	u := url.URL{

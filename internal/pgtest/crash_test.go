@@ -43,7 +43,7 @@ func TestCrashRecoversCommittedRowsAndFailsOpenConnections(t *testing.T) {
 	_, err = open.Exec(ctx, "SELECT 1")
 	require.Error(t, err, "a connection open during the crash must fail, not be carried over")
 	require.Equal(t, 1, strings.Count(logs(t, c), recoveryLog), "the restart after a crash replays the WAL")
-	if localEngine() {
+	if LocalEngine() {
 		require.Equal(t, before, after, "the port is pinned on a local engine")
 	}
 
@@ -54,7 +54,7 @@ func TestCrashRecoversCommittedRowsAndFailsOpenConnections(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT x FROM "+table).Scan(&x))
 	require.Equal(t, 42, x, "a committed row survives the crash")
 
-	if localEngine() {
+	if LocalEngine() {
 		// The pool made before the crash reconnects by itself, also after a
 		// second crash.
 		c.CrashRestart(t)

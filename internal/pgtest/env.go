@@ -36,7 +36,7 @@ func inCI() bool {
 
 var hostOverrideOnce sync.Once
 
-// defaultHostOverride points testcontainers at localhost for a local Docker
+// DefaultDockerEnv points testcontainers at localhost for a local Docker
 // engine. Without it, testcontainers running inside a container dials the
 // bridge network's gateway, which is wrong where only loopback is reachable.
 // It runs once, before the first container starts, so it never races with
@@ -46,7 +46,7 @@ var hostOverrideOnce sync.Once
 // pgtest terminates every container it starts itself, and the reaper's
 // image would have to be pulled, which machines without a registry cannot
 // do (the attempt is a wasted lookup and a failed test).
-func defaultHostOverride() {
+func DefaultDockerEnv() {
 	hostOverrideOnce.Do(func() {
 		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
 			_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -60,11 +60,11 @@ func defaultHostOverride() {
 	})
 }
 
-// localEngine reports whether containers publish their ports on this
+// LocalEngine reports whether containers publish their ports on this
 // machine and are reached as localhost: a Docker engine on a unix socket (or
 // the default one) with TESTCONTAINERS_HOST_OVERRIDE unset or localhost.
-func localEngine() bool {
-	defaultHostOverride()
+func LocalEngine() bool {
+	DefaultDockerEnv()
 	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
 		return false
 	}

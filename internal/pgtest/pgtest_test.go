@@ -79,7 +79,7 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 
 	after := c.Start(t)
 	require.Equal(t, after, c.URL())
-	if localEngine() {
+	if LocalEngine() {
 		require.Equal(t, before, after, "the port is pinned on a local engine")
 	}
 	conn, err := pgx.Connect(ctx, after)
@@ -90,7 +90,7 @@ func TestRestartKeepsDataAndRefusesConnectionsWhileStopped(t *testing.T) {
 	require.Equal(t, 42, x)
 	require.NoError(t, schema.Check(ctx, conn, name), "the migrated schema survives a restart")
 
-	if localEngine() {
+	if LocalEngine() {
 		// The pool made before the restart reconnects by itself.
 		c.Restart(t)
 		x = 0

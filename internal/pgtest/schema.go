@@ -44,9 +44,9 @@ func newSchema(t testing.TB, databaseURL func() string, migrate bool) (*pgxpool.
 	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
 	defer cancel()
 
-	name := uniqueSchemaName(t)
+	name := UniqueSchemaName(t, "pgtest_")
 	// Registered first so that it runs last, after the pool is closed.
-	t.Cleanup(func() { dropSchema(t, databaseURL(), name) })
+	t.Cleanup(func() { DropSchema(t, databaseURL(), name) })
 
 	if migrate {
 		if err := migrations.Up(ctx, databaseURL(), name); err != nil {
@@ -71,18 +71,22 @@ func newSchema(t testing.TB, databaseURL func() string, migrate bool) (*pgxpool.
 	return pool, name
 }
 
-// uniqueSchemaName returns a name that matches schema.Pattern and
-// that no other test, in this binary or another, will draw.
-func uniqueSchemaName(t testing.TB) string {
+// UniqueSchemaName returns prefix followed by 16 random hex digits: a name
+// that matches schema.Pattern (for a prefix that does) and that no other
+// test, in this binary or another, will draw. citustest shares it.
+func UniqueSchemaName(t testing.TB, prefix string) string {
 	t.Helper()
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("pgtest: random schema name: %v", err)
 	}
-	return "pgtest_" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
-func dropSchema(t testing.TB, databaseURL, name string) {
+// DropSchema drops schema name with its tables (on Citus, their shards on
+// the workers too) at databaseURL; a server that is gone for good is
+// logged, not failed: a test that stopped it has nothing to clean.
+func DropSchema(t testing.TB, databaseURL, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), schemaTimeout)
 	defer cancel()
