@@ -46,8 +46,42 @@ type Report struct {
 	// (its records are forgotten by contract).
 	RerunsAfterExpiry int
 
+	// Probe-then-store mode (probe- scopes; check_probe.go). Identical
+	// calls that miss at the same time may all run, and the first stored
+	// outcome wins.
+	//
+	// ProbeLateRuns: a run of a call that began after an acknowledgement
+	// showed the call's outcome stored: its look-up must have found it.
+	ProbeLateRuns int
+	// ProbeOverwrites: the first stored outcome of a call changed or
+	// replaced while its scope lived, or not what a caller gets at the end,
+	// or a stored outcome that no run of its call produced.
+	ProbeOverwrites int
+	// ProbeLost: a stored outcome removed while its scope lived; an
+	// acknowledged call with no stored outcome, in the audit trail or at
+	// the end; a replay of anything but the first stored outcome.
+	ProbeLost int
+	// ProbeConcurrentRuns: runs of a call beyond its first that began
+	// before its outcome was known to be stored: allowed by the mode.
+	ProbeConcurrentRuns int
+
+	// The downstream-key example (charge- scopes; check_charge.go).
+	//
+	// DoubleCharges: a call the payments API charged more than once.
+	DoubleCharges int
+	// ChargeMismatches: a stored or acknowledged charge outcome that is
+	// not the API's charge for that very call.
+	ChargeMismatches int
+	// ChargesUnsettled: calls the API charged whose charge was never
+	// stored as their outcome (a worker killed after the charge, and the
+	// call not asked for again): allowed, the next call reconciles.
+	ChargesUnsettled int
+
 	// What the run exercised.
-	Executions, Orders             int // tool runs; of which orders
+	Executions, Orders             int // tool runs of the exclusive family; of which orders
+	ProbeRuns, ProbeAcks           int // probe-then-store runs; acknowledged probe calls
+	Charges, ChargeReplays         int // charges the API made; charge requests it answered with an earlier charge
+	LostResponses, ChargeLookups   int // responses the API dropped after acting; reconciliation look-ups
 	Grants, Takeovers, Completions int // claims granted; of which over a pending record; outcomes stored
 	CleanerRemovals, Releases      int // records removed by cleanup; claims released after a failure
 	AckedOutcomes, CheckedAtTheEnd int // distinct acknowledged outcomes; of which checked against the final records
@@ -56,13 +90,16 @@ type Report struct {
 	Details []string
 
 	// stale holds the records whose producer check failed in the audit
-	// trail, so that the final check does not count them again.
-	stale map[RecordID]bool
+	// trail, so that the final check does not count them again;
+	// overwritten the same for probe-then-store records.
+	stale       map[RecordID]bool
+	overwritten map[RecordID]bool
 }
 
 // Violations is the sum of the violation counters.
 func (r Report) Violations() int {
-	return r.Duplicates + r.Lost + r.StaleWrites + r.EarlyReruns
+	return r.Duplicates + r.Lost + r.StaleWrites + r.EarlyReruns +
+		r.ProbeLateRuns + r.ProbeOverwrites + r.ProbeLost + r.DoubleCharges + r.ChargeMismatches
 }
 
 func (r *Report) note(counter *int, format string, args ...any) {
@@ -85,11 +122,13 @@ func rowID(r *Row) RecordID { return RecordID{r.Scope, r.Key} }
 // Check runs every check over ev. It is a pure function of the evidence,
 // so each counter is tested over synthetic rows (check_test.go).
 func Check(ev Evidence) Report {
-	r := Report{UnknownCauses: make(map[string]int), stale: make(map[RecordID]bool)}
+	r := Report{UnknownCauses: make(map[string]int), stale: make(map[RecordID]bool), overwritten: make(map[RecordID]bool)}
 	h := r.audit(ev.Events)
 	r.executions(ev, h)
 	r.acks(ev, h)
 	r.final(ev.Final)
+	r.probes(ev, h)
+	r.charges(ev, h)
 	return r
 }
 
@@ -127,13 +166,10 @@ func (r *Report) audit(events []Event) *history {
 			if old.Token != nw.Token {
 				r.note(&r.StaleWrites, "outcome stored under token %d over the claim of token %d (event %d, %s)", nw.Token, old.Token, e.ID, id)
 			}
-			if o, err := DecodeOutput(nw.Result); err != nil {
-				r.stale[id] = true
-				r.note(&r.StaleWrites, "stored outcome has no producer (event %d, %s): %v", e.ID, id, err)
-			} else if o.Token != nw.Token || o.Scope != id.Scope || o.Key != id.Key {
-				r.stale[id] = true
-				r.note(&r.StaleWrites, "outcome produced under token %d for %s/%s stored as token %d's (event %d, %s)",
-					o.Token, o.Scope, o.Key, nw.Token, e.ID, id)
+			// The charge example's outputs are the API's and name no
+			// claim: check_charge.go checks them against the API.
+			if familyOf(id.Scope) == famExclusive {
+				r.producer(e, id)
 			}
 		}
 
@@ -152,10 +188,17 @@ func (r *Report) audit(events []Event) *history {
 		// A stored outcome is replayed, never changed or removed, while
 		// its scope lives.
 		if old != nil && old.Status == store.StatusCompleted && old.ExpiresAt.After(e.At) {
+			lost, replaced := &r.Lost, &r.StaleWrites
+			if familyOf(id.Scope) == famProbe {
+				lost, replaced = &r.ProbeLost, &r.ProbeOverwrites
+			}
 			if e.Op == opDelete {
-				r.note(&r.Lost, "stored outcome of token %d removed by %q while its scope was live (event %d, %s)", old.Token, e.App, e.ID, id)
+				r.note(lost, "stored outcome of token %d removed by %q while its scope was live (event %d, %s)", old.Token, e.App, e.ID, id)
 			} else {
-				r.note(&r.StaleWrites, "stored outcome of token %d replaced (token %d, status %s) while its scope was live (event %d, %s)",
+				if replaced == &r.ProbeOverwrites {
+					r.overwritten[id] = true
+				}
+				r.note(replaced, "stored outcome of token %d replaced (token %d, status %s) while its scope was live (event %d, %s)",
 					old.Token, nw.Token, nw.Status, e.ID, id)
 			}
 		}
@@ -169,6 +212,22 @@ func (r *Report) audit(events []Event) *history {
 		}
 	}
 	return h
+}
+
+// producer checks that the outcome a completion stored was produced under
+// the claim it was stored under, for the call it was stored for.
+func (r *Report) producer(e Event, id RecordID) {
+	nw := e.New
+	o, err := DecodeOutput(nw.Result)
+	switch {
+	case err != nil:
+		r.stale[id] = true
+		r.note(&r.StaleWrites, "stored outcome has no producer (event %d, %s): %v", e.ID, id, err)
+	case o.Token != nw.Token || o.Scope != id.Scope || o.Key != id.Key:
+		r.stale[id] = true
+		r.note(&r.StaleWrites, "outcome produced under token %d for %s/%s stored as token %d's (event %d, %s)",
+			o.Token, o.Scope, o.Key, nw.Token, e.ID, id)
+	}
 }
 
 // timeLayout shows database times in details.
@@ -270,6 +329,9 @@ func (r *Report) acks(ev Evidence, h *history) {
 	}
 	seen := make(map[acked]bool)
 	for _, a := range ev.Acks {
+		if familyOf(a.Scope) != famExclusive {
+			continue // check_probe.go, check_charge.go
+		}
 		id := RecordID{a.Scope, a.Key}
 		k := acked{id, string(a.Output)}
 		if seen[k] {
@@ -288,7 +350,8 @@ func (r *Report) acks(ev Evidence, h *history) {
 		}
 		c, ok := h.completion[o.Token]
 		if !ok {
-			r.note(&r.Lost, "acknowledged outcome of token %d was never stored (%s)", o.Token, id)
+			r.note(&r.Lost, "acknowledged outcome of token %d was never stored (%s; acknowledged by worker %d at %s, replayed %t)",
+				o.Token, id, a.Incarnation, a.At.Format(timeLayout), a.Replayed)
 			continue
 		}
 		if !bytes.Equal(h.events[c].New.Result, a.Output) {
@@ -314,7 +377,7 @@ func (r *Report) acks(ev Evidence, h *history) {
 // audit trail already found stale is not counted twice.
 func (r *Report) final(rows []Row) {
 	for _, row := range rows {
-		if row.Status != store.StatusCompleted || r.stale[rowID(&row)] {
+		if row.Status != store.StatusCompleted || r.stale[rowID(&row)] || familyOf(row.Scope) != famExclusive {
 			continue
 		}
 		o, err := DecodeOutput(row.Result)

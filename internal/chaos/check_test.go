@@ -11,11 +11,17 @@ import (
 func requireOnly(t *testing.T, r Report, name string, want int) {
 	t.Helper()
 	got := map[string]int{
-		"duplicates":   r.Duplicates,
-		"lost":         r.Lost,
-		"stale_writes": r.StaleWrites,
-		"early_reruns": r.EarlyReruns,
+		"duplicates":        r.Duplicates,
+		"lost":              r.Lost,
+		"stale_writes":      r.StaleWrites,
+		"early_reruns":      r.EarlyReruns,
+		"probe_late_runs":   r.ProbeLateRuns,
+		"probe_overwrites":  r.ProbeOverwrites,
+		"probe_lost":        r.ProbeLost,
+		"double_charges":    r.DoubleCharges,
+		"charge_mismatches": r.ChargeMismatches,
 	}
+	require.Contains(t, got, name)
 	for n, v := range got {
 		if n == name {
 			require.Equal(t, want, v, "%s; details: %v", n, r.Details)
@@ -254,7 +260,15 @@ func TestHolderReleasingItsLiveClaimIsNotEarly(t *testing.T) {
 func TestSummaryLineNamesEveryCounter(t *testing.T) {
 	t.Parallel()
 	r := Report{Duplicates: 1, Lost: 2, StaleWrites: 3, EarlyReruns: 4, RerunsAfterUnknown: 5, RerunsAfterExpiry: 6}
-	line := summaryLine(runCounts{Calls: 10, Acks: 9, Kills: 8, DBRestarts: 7, ConnResets: 11}, r)
-	require.Equal(t, "chaos: calls=10 kills=8 db_restarts=7 duplicates=1 lost=2 stale_writes=3 early_reruns=4"+
-		" reruns_after_unknown=5 reruns_after_expiry=6 conn_resets=11 acks=9", line)
+	c := runCounts{Calls: 10, Acks: 9, Kills: 8, DBRestarts: 7, DBCrashes: 12, Failovers: 13, ConnResets: 11}
+	require.Equal(t, "chaos: calls=10 kills=8 db_restarts=7 db_crashes=12 duplicates=1 lost=2 stale_writes=3 early_reruns=4"+
+		" reruns_after_unknown=5 reruns_after_expiry=6 conn_resets=11 acks=9", summaryLine(c, r))
+	require.Equal(t, "failover: calls=10 failovers=13 duplicates=1 lost=2 stale_writes=3 early_reruns=4"+
+		" kills=8 conn_resets=11 reruns_after_unknown=5 acks=9", failoverLine(c, r))
+	m := Report{ProbeRuns: 1, ProbeConcurrentRuns: 2, ProbeLateRuns: 3, ProbeOverwrites: 4, ProbeLost: 5, ProbeAcks: 6,
+		Charges: 7, DoubleCharges: 8, ChargeMismatches: 9, LostResponses: 10, ChargeReplays: 11, ChargeLookups: 12, ChargesUnsettled: 13}
+	require.Equal(t, "failover probe-then-store: runs=1 concurrent_runs=2 late_runs=3 overwrites=4 lost=5 acks=6\n"+
+		"failover downstream-key: charges=7 double_charges=8 mismatches=9 lost_responses=10 replays=11 lookups=12 unsettled=13",
+		modeLines("failover", m))
+	require.Equal(t, 8+9+3+4+5, m.Violations(), "every new counter is a violation but the allowed ones")
 }

@@ -183,6 +183,15 @@ var citusEvidenceSQL = []string{
 	`CREATE TABLE {schema}.chaos_orders (LIKE {schema}.chaos_effects INCLUDING DEFAULTS)`,
 	`SELECT create_distributed_table('{schema}.chaos_effects', 'scope', colocate_with => '{schema}.idem_records')`,
 	`SELECT create_distributed_table('{schema}.chaos_orders', 'scope', colocate_with => '{schema}.idem_records')`,
+	`CREATE TABLE {schema}.chaos_probe_runs (
+		id          bigserial   NOT NULL,
+		scope       text        NOT NULL,
+		key         bytea       NOT NULL,
+		called_ns   bigint      NOT NULL,
+		pid         integer     NOT NULL,
+		incarnation integer     NOT NULL,
+		at          timestamptz NOT NULL DEFAULT clock_timestamp())`,
+	`SELECT create_distributed_table('{schema}.chaos_probe_runs', 'scope', colocate_with => '{schema}.idem_records')`,
 	`CREATE TABLE {schema}.chaos_audit (
 		id      bigserial   PRIMARY KEY,
 		op      text        NOT NULL,

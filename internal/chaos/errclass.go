@@ -54,6 +54,9 @@ func classify(err error) errorClass {
 		return classNotStored
 	case errors.As(err, &reconcile):
 		return classReconcile
+	case errors.Is(err, store.ErrLeaseLost):
+		// A renewal or a wait that found the claim taken over.
+		return classLeaseLost
 	case errors.As(err, &tool):
 		return classTool
 	case errors.Is(err, store.ErrInFlight):

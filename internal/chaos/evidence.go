@@ -16,9 +16,17 @@ import (
 
 // Evidence is everything the checks look at.
 type Evidence struct {
-	// Executions are the real runs of the tools (chaos_effects and
-	// chaos_orders), in insertion order.
+	// Executions are the real runs of the exclusive tools (chaos_effects
+	// and chaos_orders), in insertion order.
 	Executions []Execution
+	// ProbeRuns are the runs of the probe-then-store tool
+	// (chaos_probe_runs).
+	ProbeRuns []ProbeRun
+	// Charges are the requests the payments API received, in order, and
+	// ChargeBodies the charge it made under each idempotency key it
+	// charged under (what it answers for that key).
+	Charges      []ChargeRequest
+	ChargeBodies map[string][]byte
 	// Events is the audit trail of idem_records, in order.
 	Events []Event
 	// Acks are the workers' acknowledged calls.
@@ -48,6 +56,15 @@ type Execution struct {
 	Token       int64  // the claim it ran under
 	Incarnation int
 	At          time.Time
+}
+
+// ProbeRun is one run of the probe-then-store tool.
+type ProbeRun struct {
+	ID          int64 // its output's Token
+	Scope       string
+	Key         string // hex
+	CalledAt    time.Time
+	Incarnation int
 }
 
 // Row is a record as the audit trail and the final read see it. Only the
@@ -110,6 +127,9 @@ func loadEvidence(ctx context.Context, db querier, schema string) (Evidence, err
 	if ev.Executions, err = loadExecutions(ctx, db, schema); err != nil {
 		return ev, err
 	}
+	if ev.ProbeRuns, err = loadProbeRuns(ctx, db, schema); err != nil {
+		return ev, err
+	}
 	if ev.Events, err = loadEvents(ctx, db, schema); err != nil {
 		return ev, err
 	}
@@ -137,6 +157,24 @@ func loadExecutions(ctx context.Context, db querier, schema string) ([]Execution
 		err := r.Scan(&kind, &e.Scope, &key, &e.Token, &e.Incarnation, &e.At)
 		e.Kind, e.Key = Kind(kind), hex.EncodeToString(key)
 		return e, err
+	})
+}
+
+func loadProbeRuns(ctx context.Context, db querier, schema string) ([]ProbeRun, error) {
+	rows, err := db.Query(ctx, inSchema(`SELECT id, scope, key, called_ns, incarnation
+		FROM {schema}.chaos_probe_runs ORDER BY id`, schema))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read probe runs: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ProbeRun, error) {
+		var (
+			p   ProbeRun
+			key []byte
+			ns  int64
+		)
+		err := r.Scan(&p.ID, &p.Scope, &key, &ns, &p.Incarnation)
+		p.Key, p.CalledAt = hex.EncodeToString(key), time.Unix(0, ns)
+		return p, err
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -30,6 +31,18 @@ const (
 	// FaultForgetOutcomes: a claim that finds a stored outcome deletes it
 	// and runs the call again (duplicates, lost).
 	FaultForgetOutcomes Fault = "forget_outcomes"
+	// FaultProbeOverwrite: a Put that finds a stored outcome overwrites it
+	// with its own (probe_overwrites).
+	FaultProbeOverwrite Fault = "probe_overwrite"
+	// FaultProbeForget: a look-up (Get) in a probe-then-store scope that
+	// finds a stored outcome deletes it and reports a miss, so the call
+	// runs again after its outcome was stored (probe_late_runs,
+	// probe_lost).
+	FaultProbeForget Fault = "probe_forget"
+	// FaultFreshDownstreamKey breaks the charge tool, not the store: its
+	// requests carry a key of their own per claim instead of the call's
+	// downstream key, so a call run again charges again (double_charges).
+	FaultFreshDownstreamKey Fault = "fresh_downstream_key"
 )
 
 // brokenStore is the PostgreSQL store with a Fault: every write it adds is
@@ -41,10 +54,10 @@ type brokenStore struct {
 	sql   brokenSQL
 }
 
-type brokenSQL struct{ steal, forceComplete, forget string }
+type brokenSQL struct{ steal, forceComplete, forget, overwrite string }
 
 func newBrokenStore(st *pgstore.Store, pool *pgxpool.Pool, schema string, f Fault) store.Store {
-	if f == NoFault {
+	if f == NoFault || f == FaultFreshDownstreamKey {
 		return st
 	}
 	return &brokenStore{Store: st, pool: pool, fault: f, sql: brokenSQL{
@@ -57,7 +70,37 @@ func newBrokenStore(st *pgstore.Store, pool *pgxpool.Pool, schema string, f Faul
 			SET status = 2, outcome_kind = $3, encoding = 1, result = $4, lease_until = NULL, updated_at = now()
 			WHERE scope = $1 AND key = $2`, schema),
 		forget: inSchema(`DELETE FROM {schema}.idem_records WHERE scope = $1 AND key = $2 AND status = 2`, schema),
+		overwrite: inSchema(`UPDATE {schema}.idem_records SET outcome_kind = $3, result = $4, updated_at = now()
+			WHERE scope = $1 AND key = $2 AND status = 2`, schema),
 	}}
+}
+
+// Get is the real Get; under FaultProbeForget a stored outcome found in a
+// probe-then-store scope is deleted and reported missing.
+func (b *brokenStore) Get(ctx context.Context, scope string, key keyhash.Sum) (store.Record, error) {
+	rec, err := b.Store.Get(ctx, scope, key)
+	if err != nil || b.fault != FaultProbeForget || familyOf(scope) != famProbe {
+		return rec, err
+	}
+	if _, err := b.pool.Exec(ctx, b.sql.forget, scope, key[:]); err != nil {
+		return rec, nil
+	}
+	return store.Record{}, store.ErrNotFound
+}
+
+// Put is the real Put; under FaultProbeOverwrite a Put that found an
+// outcome stored first writes its own over it and says it stored it.
+func (b *brokenStore) Put(ctx context.Context, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
+	rec, stored, err := b.Store.Put(ctx, scope, e, out, opts)
+	if err != nil || stored || b.fault != FaultProbeOverwrite {
+		return rec, stored, err
+	}
+	tag, ferr := b.pool.Exec(ctx, b.sql.overwrite, scope, e.Key[:], int16(out.Kind), out.Result)
+	if ferr != nil || tag.RowsAffected() != 1 {
+		return rec, stored, err
+	}
+	rec.Outcome = out
+	return rec, true, nil
 }
 
 // Claim is the real Claim, then the fault.

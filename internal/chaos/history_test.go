@@ -1,9 +1,15 @@
 package chaos
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/examples/downstreamkey"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -129,6 +135,69 @@ func (h *fakeHistory) simpleCall(kind Kind, id RecordID, token int64, ms int) []
 	out := h.complete(kind, id, ms+10)
 	h.ack(kind, id, out)
 	return out
+}
+
+// put stores out on id at ms as Put does: a completed record under token 0,
+// inserted, or written over the current row (the checks judge whether it
+// may be).
+func (h *fakeHistory) put(id RecordID, out []byte, ms int) {
+	old := h.rows[id]
+	nw := &Row{Scope: id.Scope, Key: id.Key, Status: store.StatusCompleted, ExpiresAt: h.at(ms + longTTL), Result: out}
+	op := opInsert
+	if old != nil {
+		op = opUpdate
+	}
+	h.log(op, appWorker, ms, clone(old), clone(nw))
+	h.rows[id] = nw
+}
+
+func probeID(n int) RecordID {
+	return RecordID{"probe-0", strings.Repeat("2", 62) + string(rune('a'+n%6)) + "2"}
+}
+
+// probeOutput is what probe run run of id produces.
+func probeOutput(id RecordID, run int64) []byte {
+	return Output{Kind: KindProbe, Token: run, Scope: id.Scope, Key: id.Key, Incarnation: 1}.Encode()
+}
+
+// probeRun records run run of id, its call begun at ms; it returns the
+// run's output.
+func (h *fakeHistory) probeRun(id RecordID, run int64, ms int) []byte {
+	h.ev.ProbeRuns = append(h.ev.ProbeRuns, ProbeRun{ID: run, Scope: id.Scope, Key: id.Key, CalledAt: h.at(ms), Incarnation: 1})
+	return probeOutput(id, run)
+}
+
+// ackAt acknowledges out for id at ms.
+func (h *fakeHistory) ackAt(kind Kind, id RecordID, out []byte, replayed bool, ms int) {
+	h.ev.Acks = append(h.ev.Acks, Ack{Kind: kind, Scope: id.Scope, Key: id.Key, Replayed: replayed, At: h.at(ms), Output: out})
+}
+
+// chargeID is the record of charge call n: its key is the call's real key,
+// since the checks tell a charge's call by its customer.
+func chargeID(t *testing.T, n int64) RecordID {
+	t.Helper()
+	c := callSpec{Scope: "charge-0", Kind: KindCharge, N: n}
+	key, err := c.key()
+	require.NoError(t, err)
+	return RecordID{c.Scope, key}
+}
+
+// charge records what the payments API did for a request of call n of
+// charge-0 under idempotency key ik, and returns the charge's bytes when
+// it charged.
+func (h *fakeHistory) charge(n int64, ik string, req ChargeRequest) []byte {
+	req.IdempotencyKey, req.Customer = ik, chargeCustomer("charge-0", n)
+	h.ev.Charges = append(h.ev.Charges, req)
+	if !req.Charged {
+		return h.ev.ChargeBodies[ik]
+	}
+	body, _ := json.Marshal(downstreamkey.Charge{ID: fmt.Sprintf("ch_%d", len(h.ev.Charges)), Amount: 100,
+		Currency: "eur", Customer: req.Customer, Status: "succeeded"})
+	if h.ev.ChargeBodies == nil {
+		h.ev.ChargeBodies = make(map[string][]byte)
+	}
+	h.ev.ChargeBodies[ik] = body
+	return body
 }
 
 // check returns the report of the evidence so far; the final records and

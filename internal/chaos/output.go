@@ -19,19 +19,31 @@ const (
 	// KindOrder is the transactional example: it inserts an order row and
 	// stores the outcome with pgstore.CompleteTx in one transaction.
 	KindOrder Kind = "order"
+	// KindProbe is the remote-like tool run in probe-then-store mode: its
+	// run is a row in chaos_probe_runs, its outcome is stored with Put, and
+	// its output names the run (Output.Token is the run's id, not a claim
+	// token: that mode makes no claims).
+	KindProbe Kind = "probe"
+	// KindCharge is the downstream-key example (examples/downstreamkey): a
+	// charge through a payments API that deduplicates on the call's
+	// downstream key and may lose its responses. Its output is the API's
+	// charge, not an Output.
+	KindCharge Kind = "charge"
 )
 
 func parseKind(s string) (Kind, bool) {
 	switch Kind(s) {
-	case KindRemote, KindOrder:
+	case KindRemote, KindOrder, KindProbe, KindCharge:
 		return Kind(s), true
 	}
 	return "", false
 }
 
 // Output is what the chaos tools return, and so what is stored and
-// replayed. It names its producer (the claim's token), so that a stored
-// outcome whose producer is not the record's token holder is seen.
+// replayed (all but KindCharge, whose output is the payments API's). It
+// names its producer (the claim's token; for KindProbe the run's id), so
+// that a stored outcome whose producer is not the record's token holder is
+// seen.
 type Output struct {
 	Kind        Kind
 	Token       int64

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A worker tells the supervisor what happened by lines on its stdout. Each
@@ -15,12 +16,16 @@ import (
 //
 //	READY <inc>                                             store open, calls begin
 //	START <inc> <seq> <kind> <scope> <long> <n>             a call begins
-//	ACK <inc> <seq> <kind> <scope> <key> <replayed> <out>   Execute succeeded (out in hex)
+//	ACK <inc> <seq> <kind> <scope> <key> <replayed> <at> <out>
+//	                                                        Execute succeeded (at: the wall clock when it
+//	                                                        returned, in Unix nanoseconds; out in hex)
 //	ERR <inc> <seq> <class> <message>                       Execute failed
 //	KILL <inc> <point> <scope> <key> <token>                about to SIGKILL itself
 //
 // An ACK is written only after Execute returned success: it is the
-// acknowledgement the contract says must never be lost. The calls a killed
+// acknowledgement the contract says must never be lost. Its time is read
+// from the machine's wall clock, which every process of the suite shares:
+// an outcome acknowledged at that time was stored before it. The calls a killed
 // worker started and never ended are handed to the next worker, which
 // retries them first, as an agent runtime retries after a crash.
 const (
@@ -38,7 +43,10 @@ type Ack struct {
 	Scope       string
 	Key         string // hex
 	Replayed    bool
-	Output      []byte
+	// At is when Execute returned, by the machine's wall clock: the outcome
+	// was stored (or found stored) before.
+	At     time.Time
+	Output []byte
 }
 
 // Kill is a worker's announcement that it kills itself at a fail point.
@@ -98,8 +106,8 @@ func (lw *lineWriter) start(seq int64, c callSpec) {
 	lw.line("%s %d %d %s %s %d %d", lineStart, lw.inc, seq, c.Kind, c.Scope, bit(c.Long), c.N)
 }
 
-func (lw *lineWriter) ack(seq int64, kind Kind, scope, key string, replayed bool, out []byte) {
-	lw.line("%s %d %d %s %s %s %d %s", lineAck, lw.inc, seq, kind, scope, key, bit(replayed), hex.EncodeToString(out))
+func (lw *lineWriter) ack(seq int64, kind Kind, scope, key string, replayed bool, at time.Time, out []byte) {
+	lw.line("%s %d %d %s %s %s %d %d %s", lineAck, lw.inc, seq, kind, scope, key, bit(replayed), at.UnixNano(), hex.EncodeToString(out))
 }
 
 func (lw *lineWriter) fail(seq int64, class errorClass, msg string) {
@@ -158,7 +166,7 @@ func parseLine(s string) (message, error) {
 		}
 		return message{start: &started{Seq: seq, Call: callSpec{Scope: f[4], Long: f[5] == "1", Kind: kind, N: n}}}, nil
 	case lineAck:
-		if len(f) != 8 {
+		if len(f) != 9 {
 			return bad("fields")
 		}
 		seq, err := strconv.ParseInt(f[2], 10, 64)
@@ -169,11 +177,16 @@ func parseLine(s string) (message, error) {
 		if !ok {
 			return bad("kind")
 		}
-		out, err := hex.DecodeString(f[7])
+		at, err := strconv.ParseInt(f[7], 10, 64)
+		if err != nil {
+			return bad("time")
+		}
+		out, err := hex.DecodeString(f[8])
 		if err != nil {
 			return bad("output: " + err.Error())
 		}
-		return message{seq: seq, ack: &Ack{Incarnation: inc, Kind: kind, Scope: f[4], Key: f[5], Replayed: f[6] == "1", Output: out}}, nil
+		return message{seq: seq, ack: &Ack{Incarnation: inc, Kind: kind, Scope: f[4], Key: f[5], Replayed: f[6] == "1",
+			At: time.Unix(0, at), Output: out}}, nil
 	case lineErr:
 		if len(f) < 4 {
 			return bad("fields")

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +18,8 @@ func TestEveryWorkerLineParsesBackToWhatWasWritten(t *testing.T) {
 	out := Output{Kind: KindOrder, Token: 42, Scope: "long-1", Key: "ab", Attempt: 2, Incarnation: 7}.Encode()
 	lw.ready()
 	lw.start(3, call)
-	lw.ack(3, KindOrder, "long-1", "ab", true, out)
+	at := time.Unix(1_700_000_000, 123456789)
+	lw.ack(3, KindOrder, "long-1", "ab", true, at, out)
 	lw.fail(4, classUnavailable, "store\nunavailable:   claim")
 	lw.kill(AfterEffect, "long-1", "ab", 42)
 	lw.kill(BeforeClaim, "", "", 0)
@@ -31,7 +33,7 @@ func TestEveryWorkerLineParsesBackToWhatWasWritten(t *testing.T) {
 	require.Len(t, msgs, 6)
 	require.Equal(t, 7, *msgs[0].ready)
 	require.Equal(t, started{Seq: 3, Call: call}, *msgs[1].start)
-	require.Equal(t, Ack{Incarnation: 7, Kind: KindOrder, Scope: "long-1", Key: "ab", Replayed: true, Output: out}, *msgs[2].ack)
+	require.Equal(t, Ack{Incarnation: 7, Kind: KindOrder, Scope: "long-1", Key: "ab", Replayed: true, At: at, Output: out}, *msgs[2].ack)
 	require.Equal(t, int64(3), msgs[2].seq)
 	require.Equal(t, callError{Incarnation: 7, Class: classUnavailable, Message: "store unavailable: claim"}, *msgs[3].err)
 	require.Equal(t, int64(4), msgs[3].seq)
@@ -41,7 +43,7 @@ func TestEveryWorkerLineParsesBackToWhatWasWritten(t *testing.T) {
 
 func TestMalformedWorkerLinesAreRefused(t *testing.T) {
 	t.Parallel()
-	for _, l := range []string{"", "ACK", "ACK x", "ACK 1 2 remote s k 0 zz", "ACK 1 2 teleport s k 0 00",
+	for _, l := range []string{"", "ACK", "ACK x", "ACK 1 2 remote s k 0 5 zz", "ACK 1 2 teleport s k 0 5 00", "ACK 1 2 remote s k 0 x 00", "ACK 1 2 remote s k 0 00",
 		"KILL 1 somewhere s k 0", "START 1 2 remote s 1", "ERR 1 2", "HELLO 1"} {
 		_, err := parseLine(l)
 		require.Error(t, err, "%q", l)

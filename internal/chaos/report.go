@@ -8,15 +8,33 @@ import (
 
 // runCounts are what the supervisor counted, for the summary line.
 type runCounts struct {
-	Calls, Acks, Kills, DBRestarts, ConnResets int
+	Calls, Acks, Kills, DBRestarts, DBCrashes, Failovers, ConnResets int
 }
 
-// summaryLine is the one line a chaos run ends with.
+// summaryLine is the line a chaos run ends with.
 func summaryLine(c runCounts, r Report) string {
-	return fmt.Sprintf("chaos: calls=%d kills=%d db_restarts=%d duplicates=%d lost=%d stale_writes=%d early_reruns=%d"+
+	return fmt.Sprintf("chaos: calls=%d kills=%d db_restarts=%d db_crashes=%d duplicates=%d lost=%d stale_writes=%d early_reruns=%d"+
 		" reruns_after_unknown=%d reruns_after_expiry=%d conn_resets=%d acks=%d",
-		c.Calls, c.Kills, c.DBRestarts, r.Duplicates, r.Lost, r.StaleWrites, r.EarlyReruns,
+		c.Calls, c.Kills, c.DBRestarts, c.DBCrashes, r.Duplicates, r.Lost, r.StaleWrites, r.EarlyReruns,
 		r.RerunsAfterUnknown, r.RerunsAfterExpiry, c.ConnResets, c.Acks)
+}
+
+// failoverLine is the line a failover run ends with.
+func failoverLine(c runCounts, r Report) string {
+	return fmt.Sprintf("failover: calls=%d failovers=%d duplicates=%d lost=%d stale_writes=%d early_reruns=%d"+
+		" kills=%d conn_resets=%d reruns_after_unknown=%d acks=%d",
+		c.Calls, c.Failovers, r.Duplicates, r.Lost, r.StaleWrites, r.EarlyReruns,
+		c.Kills, c.ConnResets, r.RerunsAfterUnknown, c.Acks)
+}
+
+// modeLines are the lines of the probe-then-store mode and the
+// downstream-key example, after the run's line; prefix is that line's
+// (chaos or failover).
+func modeLines(prefix string, r Report) string {
+	return fmt.Sprintf("%s probe-then-store: runs=%d concurrent_runs=%d late_runs=%d overwrites=%d lost=%d acks=%d\n"+
+		"%s downstream-key: charges=%d double_charges=%d mismatches=%d lost_responses=%d replays=%d lookups=%d unsettled=%d",
+		prefix, r.ProbeRuns, r.ProbeConcurrentRuns, r.ProbeLateRuns, r.ProbeOverwrites, r.ProbeLost, r.ProbeAcks,
+		prefix, r.Charges, r.DoubleCharges, r.ChargeMismatches, r.LostResponses, r.ChargeReplays, r.ChargeLookups, r.ChargesUnsettled)
 }
 
 // coverage describes what the run exercised, for the test log.

@@ -22,7 +22,10 @@ const (
 // keeps its evidence, and the audit trigger on idem_records.
 //
 // chaos_effects holds one row per real execution of the remote-like tool,
-// chaos_orders one per order the transactional tool committed.
+// chaos_orders one per order the transactional tool committed,
+// chaos_probe_runs one per run of the probe-then-store tool, with the wall
+// clock time (Unix nanoseconds) at which its call began, before the store
+// was looked up.
 //
 // chaos_audit gets a row, from a trigger of the suite's own (not from
 // idemstore's code), whenever a record appears, disappears, or changes its
@@ -45,6 +48,16 @@ CREATE TABLE {schema}.chaos_effects (
 );
 CREATE TABLE {schema}.chaos_orders (LIKE {schema}.chaos_effects INCLUDING DEFAULTS);
 ALTER TABLE {schema}.chaos_orders ADD PRIMARY KEY (id);
+
+CREATE TABLE {schema}.chaos_probe_runs (
+	id          bigserial   PRIMARY KEY,
+	scope       text        NOT NULL,
+	key         bytea       NOT NULL,
+	called_ns   bigint      NOT NULL,
+	pid         integer     NOT NULL,
+	incarnation integer     NOT NULL,
+	at          timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 
 CREATE TABLE {schema}.chaos_audit (
 	id      bigserial   PRIMARY KEY,

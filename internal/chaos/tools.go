@@ -37,6 +37,7 @@ type toolEnv struct {
 	pid          int
 	insertEffect string // INSERT into chaos_effects
 	insertOrder  string // INSERT into chaos_orders
+	insertProbe  string // INSERT into chaos_probe_runs
 }
 
 const insertEvidenceSQL = `INSERT INTO {schema}.%s (scope, key, token, attempt, pid, incarnation) VALUES ($1, $2, $3, $4, $5, $6)`
@@ -128,5 +129,60 @@ func newToolEnv(pool *pgxpool.Pool, st *pgstore.Store, schema string, kills *kil
 		pid:          os.Getpid(),
 		insertEffect: inSchema(fmt.Sprintf(insertEvidenceSQL, "chaos_effects"), schema),
 		insertOrder:  inSchema(fmt.Sprintf(insertEvidenceSQL, "chaos_orders"), schema),
+		insertProbe:  inSchema(insertProbeSQL, schema),
 	}
+}
+
+const insertProbeSQL = `INSERT INTO {schema}.chaos_probe_runs (scope, key, called_ns, pid, incarnation)
+	VALUES ($1, $2, $3, $4, $5) RETURNING id`
+
+// calledAtKey carries, in a call's context, when the worker called Execute.
+type calledAtKey struct{}
+
+// withCalledAt marks ctx with the time a call began: before the executor
+// looked the store up.
+func withCalledAt(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, calledAtKey{}, at)
+}
+
+func calledAt(ctx context.Context) (time.Time, bool) {
+	at, ok := ctx.Value(calledAtKey{}).(time.Time)
+	return at, ok
+}
+
+// probeTool is the remote-like tool in probe-then-store mode: the executor
+// looks the key up, runs it on a miss, and stores its output with Put, the
+// first stored outcome winning. Identical calls that miss at the same time
+// all run (the mode's contract allows it); a call that began after an
+// outcome was stored must replay it. Its run is a row of its own
+// (chaos_probe_runs, committed before the outcome is stored, like a remote
+// call) and its output names that row.
+type probeTool struct{ *toolEnv }
+
+func (t probeTool) Execute(ctx context.Context, _ executor.Call) (executor.Result, error) {
+	info, ok := executor.CallInfoFrom(ctx)
+	at, timed := calledAt(ctx)
+	if !ok || !timed {
+		return executor.Result{}, &toolError{errors.New("probe run without call info or start time")}
+	}
+	key := info.Key.String()
+	t.kills.hit(AfterClaim, info.Scope, key, 0)
+	// Some work, so that identical calls that missed together overlap.
+	timer := time.NewTimer(rand.N(quickWork))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return executor.Result{}, &toolError{ctx.Err()}
+	}
+	if rand.Float64() < failShare {
+		return executor.Result{}, &toolError{errors.New("injected failure before the side effect")}
+	}
+	var run int64
+	if err := t.pool.QueryRow(ctx, t.insertProbe, info.Scope, info.Key[:], at.UnixNano(), t.pid, t.incarnation).Scan(&run); err != nil {
+		return executor.Result{}, &toolError{err}
+	}
+	t.kills.hit(AfterEffect, info.Scope, key, 0)
+	return executor.Result{Output: Output{Kind: KindProbe, Token: run, Scope: info.Scope, Key: key,
+		Incarnation: t.incarnation}.Encode()}, nil
 }
