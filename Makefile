@@ -23,7 +23,7 @@ BENCHPATH_FLAGS ?=
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: demo
 demo: ## Run the demo on the in-memory store (DEMO_FLAGS="-scenario clean" for others).
@@ -44,9 +44,28 @@ bench: pg-image-if-needed ## Run the go benchmarks, then the user's path against
 bench-path: pg-image-if-needed ## Only the user's path against raw pgx, fsync=on (BENCHPATH_FLAGS; IDEMSTORE_BENCH_1E7=1 adds 10^7 records).
 	$(GO) run ./cmd/benchpath $(BENCHPATH_FLAGS)
 
+# The chaos targets pass CHAOS_FLAGS after -args: -chaos.logdir=DIR keeps the
+# workers' logs, -chaos.acks=N and the like override the profile (see
+# docs/failure-model.md).
+CHAOS_FLAGS ?=
+
 .PHONY: chaos
-chaos: pg-image-if-needed ## Full chaos suite on PostgreSQL: >=10,000 calls, 250 process kills, 6 database restarts.
-	$(GO) test -count=1 -timeout 15m -run '^TestChaos$$' -v ./internal/chaos -args -chaos.profile=full
+chaos: pg-image-if-needed ## Full chaos suite on PostgreSQL: >=10,000 calls, 250 process kills, 6 restarts, 20 server crashes.
+	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./internal/chaos -args -chaos.profile=full $(CHAOS_FLAGS)
+
+.PHONY: chaos-failover
+chaos-failover: pgha-image-if-needed ## Chaos on a pg_auto_failover formation: 12 failovers (crash, switchover) while workers race.
+	$(GO) test -count=1 -timeout 60m -run '^TestChaosFailover$$' -v ./internal/chaos -args -chaos.profile=full $(CHAOS_FLAGS)
+
+# The two long tests run one after the other (two go test runs: -parallel 1
+# would not keep a test with subtests from overlapping the other), and both
+# run even when the first fails; the target fails if either did.
+.PHONY: chaos-long
+chaos-long: pg-image-if-needed pgha-image-if-needed ## Long run, not in CI: >=100,000 calls, 1,000 kills, 30 crashes, 20 failovers (about an hour).
+	@status=0; \
+	$(GO) test -count=1 -timeout 4h -run '^TestChaos$$' -v ./internal/chaos -args -chaos.profile=long $(CHAOS_FLAGS) || status=1; \
+	$(GO) test -count=1 -timeout 2h -run '^TestChaosFailover$$' -v ./internal/chaos -args -chaos.profile=long $(CHAOS_FLAGS) || status=1; \
+	exit $$status
 
 .PHONY: fuzz
 fuzz: ## Fuzz the key recipe for FUZZTIME (default 30s).
