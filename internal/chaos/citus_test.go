@@ -60,9 +60,17 @@ func testChaosProfileOnCitus(t *testing.T) {
 			citustest.StartNode(t, port)
 		}
 		prof.DBRestarts = max(prof.DBRestarts, 2)
+		crashed := 0
+		db.crash = func(t *testing.T) {
+			port := order[(crashed+1)%len(order)] // not the node restarted last
+			crashed++
+			t.Logf("chaos on citus: crashing the node on port %d", port)
+			citustest.CrashNode(t, port)
+			citustest.StartNode(t, port)
+		}
 	} else {
-		t.Logf("chaos on citus: the coordinator came from %s, whose nodes cannot be stopped: no restarts", citustest.Source())
-		prof.DBRestarts = 0
+		t.Logf("chaos on citus: the coordinator came from %s, whose nodes cannot be stopped: no restarts or crashes", citustest.Source())
+		prof.DBRestarts, prof.DBCrashes = 0, 0
 	}
 	res := runChaos(t, prof, db, NoFault)
 
@@ -75,6 +83,7 @@ func testChaosProfileOnCitus(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, res.counts.Acks, prof.Acks)
 	require.GreaterOrEqual(t, res.counts.DBRestarts, prof.DBRestarts)
+	require.GreaterOrEqual(t, res.counts.DBCrashes, prof.DBCrashes)
 	require.GreaterOrEqual(t, res.counts.ConnResets, prof.ConnResets)
 	require.Positive(t, res.rep.Orders, "the transactional tool ran")
 	require.Positive(t, res.rep.Takeovers, "claims of killed workers were taken over")
@@ -91,7 +100,7 @@ func testBrokenStoreOnCitus(t *testing.T) {
 	pool, schema := citustest.NewSchema(t)
 	cc := newCitusChaos(t, pool, schema)
 	prof := ShortProfile()
-	prof.Name, prof.Acks, prof.KillsPerPoint, prof.DBRestarts, prof.ConnResets = "fault", 100, 0, 0, 0
+	prof.Name, prof.Acks, prof.KillsPerPoint, prof.DBRestarts, prof.DBCrashes, prof.ConnResets = "fault", 100, 0, 0, 0, 0
 	res := runChaos(t, prof, chaosDB{url: cc.workerURL, schema: schema, pool: pool,
 		install: cc.install, gather: cc.gather, cleanerURL: cc.cleanerURL}, FaultForgetOutcomes)
 	t.Log(summaryLine(res.counts, res.rep))

@@ -48,6 +48,20 @@ func StopNode(t testing.TB, port int) {
 	}
 }
 
+// CrashNode stops the node on port as a crash would: an immediate
+// shutdown, which ends every backend at once, writes no checkpoint and
+// leaves the node to recover from its WAL when StartNode starts it again.
+// (A SIGKILL of the postmaster alone would leave its backends holding the
+// shared memory, and the node could not start until they died.) It fails
+// t unless CanStopNodes and port is one of NodePorts.
+func CrashNode(t testing.TB, port int) {
+	t.Helper()
+	dir := nodeDir(t, port)
+	if out, err := pgctl("-D", dir, "-m", "immediate", "-w", "stop"); err != nil {
+		t.Fatalf("citustest: crash the node on port %d: %v\n%s", port, err, out)
+	}
+}
+
 // StartNode starts the node on port again, as cluster.sh started it (same
 // data, same port), and returns once it accepts connections.
 func StartNode(t testing.TB, port int) {
