@@ -195,3 +195,60 @@ func BenchmarkPrepare(b *testing.B) {
 		})
 	}
 }
+
+// manyCalls are benchmark calls with distinct, canonical ~150-byte
+// arguments: what cmd/benchpath replays, so that each replay touches maps
+// larger than the CPU's caches, as a busy process's do.
+func manyCalls(n int) []Call {
+	out := make([]Call, n)
+	for i := range out {
+		out[i] = Call{Tool: "send_mail", Args: fmt.Appendf(nil,
+			`{"body":"Weekly status of the project: lorem ipsum dolor sit amet.","priority":3,"subject":"status h%012[1]d","to":"team-h%012[1]d@example.com"}`, i)}
+	}
+	return out
+}
+
+// BenchmarkExecuteReplayMany replays 10,000 stored calls in turn, exclusive
+// mode, shared results: the in-memory row of docs/benchmarks.md.
+func BenchmarkExecuteReplayMany(b *testing.B) {
+	ctx := context.Background()
+	st, err := memstore.New(nil)
+	require.NoError(b, err)
+	out := []byte(strings.Repeat("r", 1024))
+	tool := ExecutorFunc(func(context.Context, Call) (Result, error) { return Result{Output: out}, nil })
+	idem, err := New(tool, st, nil)
+	require.NoError(b, err)
+	calls := manyCalls(10_000)
+	for _, c := range calls {
+		_, err := idem.ForScope("bench-run").Execute(ctx, c)
+		require.NoError(b, err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		res, err := idem.ForScope("bench-run").Execute(ctx, calls[i%len(calls)])
+		if err != nil || !res.Replayed {
+			b.Fatal(res, err)
+		}
+		i++
+	}
+}
+
+// BenchmarkMemFloorMany is BenchmarkExecuteReplayMany's floor: SHA-256 of
+// the argument bytes and a sync.Map lookup, over the same 10,000 calls.
+func BenchmarkMemFloorMany(b *testing.B) {
+	var m sync.Map
+	calls := manyCalls(10_000)
+	for _, c := range calls {
+		m.Store(sha256.Sum256(c.Args), []byte(strings.Repeat("r", 1024)))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		v, ok := m.Load(sha256.Sum256(calls[i%len(calls)].Args))
+		if !ok || len(v.([]byte)) != 1024 {
+			b.Fatal("stored result not found")
+		}
+		i++
+	}
+}

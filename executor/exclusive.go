@@ -78,7 +78,7 @@ func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, wa
 		if err != nil {
 			return Result{}, false, err
 		}
-		res, released, wait, err := s.afterClaim(ctx, call, ent, cr)
+		res, released, wait, err := s.afterClaim(ctx, call, ent, &cr)
 		if !wait {
 			return res, released, err
 		}
@@ -90,17 +90,19 @@ func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, wa
 
 // afterClaim acts on one claim decision: replay a completed record, run the
 // call under a granted claim, or (wait) tell the caller to wait for the
-// holder of a live claim and claim again.
-func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released, wait bool, err error) {
+// holder of a live claim and claim again. cr is read, never kept: a
+// pointer, because a claim result is a few hundred bytes and a replay
+// copied it more than once.
+func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr *store.ClaimResult) (res Result, released, wait bool, err error) {
 	switch cr.State {
 	case store.ClaimCompleted:
-		if err := store.CheckFingerprint(s.scope, ent, cr.Record); err != nil {
-			return Result{}, false, false, err
+		if cr.Record.Fingerprint != ent.Fingerprint {
+			return Result{}, false, false, store.CheckFingerprint(s.scope, ent, cr.Record)
 		}
 		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
-		return replay(cr.Record), false, false, nil
+		return replay(&cr.Record), false, false, nil
 	case store.ClaimGranted:
-		res, released, err := s.runClaimed(ctx, call, ent, cr)
+		res, released, err := s.runClaimed(ctx, call, ent, *cr)
 		return res, released, false, err
 	case store.ClaimInFlight:
 		return Result{}, false, true, nil

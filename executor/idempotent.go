@@ -87,12 +87,19 @@ type Scoped struct {
 }
 
 // ForScope returns the executor of one scope: the run whose outcomes it
-// keeps and replays. It costs one small allocation. A bad scope (empty,
+// keeps and replays. It costs no allocation when inlined into a caller that does not keep it, one small one otherwise. A bad scope (empty,
 // over the store's MaxScopeBytes, invalid UTF-8, a NUL byte) is reported by
 // every call of the returned executor, which then runs nothing.
 func (e *Idempotent) ForScope(scope string) *Scoped {
-	return &Scoped{e: e, scope: scope, err: e.limits.CheckScope(scope)}
+	return &Scoped{e: e, scope: scope, err: e.checkScope(scope)}
 }
+
+// checkScope is ForScope's check, kept out of line so that ForScope stays
+// small enough to inline: then the Scoped of a caller that makes one per
+// call (ForScope(run).Execute(…)) lives on its stack, not the heap.
+//
+//go:noinline
+func (e *Idempotent) checkScope(scope string) error { return e.limits.CheckScope(scope) }
 
 // Scope returns the scope (run) whose outcomes this executor keeps.
 func (s *Scoped) Scope() string { return s.scope }
@@ -188,7 +195,7 @@ func (e *Idempotent) entry(call Call) (store.Entry, error) {
 
 // replay turns a completed record into the Result handed to the model. The
 // stored bytes are returned as they are: byte-identical, not copied.
-func replay(rec store.Record) Result {
+func replay(rec *store.Record) Result {
 	perm := rec.Outcome.Kind == store.KindPermanentFailure
 	return Result{Output: rec.Outcome.Result, Failed: perm, Permanent: perm, Replayed: true}
 }

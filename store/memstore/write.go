@@ -106,9 +106,9 @@ func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, leas
 }
 
 // claim is Claim after its input was checked.
-func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration) (store.ClaimResult, error) {
+func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration) (res store.ClaimResult, err error) {
 	sh := s.shardFor(scopeName)
-	if res, ok, err := s.replayUnderReadLock(sh, scopeName, e); ok || err != nil {
+	if ok, err := s.replayUnderReadLock(sh, scopeName, e, &res); ok || err != nil {
 		return res, err
 	}
 	cost := recordCost(scopeName, e.Tool, 0)
@@ -198,29 +198,33 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 // record in a live scope, the replay path, under the shard's read lock, so
 // that replays of one run do not queue behind each other. It decides exactly
 // as the write path would for such a record (ok), a result that does not
-// open included (err).
-func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry) (res store.ClaimResult, ok bool, err error) {
+// open included (err). The record is written into *res, left as it was
+// when ok is false: a claim result is a few hundred bytes, and the replay
+// path copied it once per function it went through.
+func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, res *store.ClaimResult) (ok bool, err error) {
 	now := s.clock.Now()
 	sh.mu.RLock()
 	sc := sh.scopes[scopeName]
 	if sc == nil || !sc.live(now) {
 		sh.mu.RUnlock()
-		return store.ClaimResult{}, false, nil
+		return false, nil
 	}
 	old := sc.records[e.Key]
 	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
 		sh.mu.RUnlock()
-		return store.ClaimResult{}, false, nil
+		return false, nil
 	}
 	sc.touch(now)
-	rec := old.rec
-	rec.ExpiresAt = sc.expiresAt
+	res.Record = old.rec
+	res.Record.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
-	if err := s.reveal(&rec); err != nil {
-		return store.ClaimResult{}, false, err
+	if err := s.reveal(&res.Record); err != nil {
+		*res = store.ClaimResult{}
+		return false, err
 	}
+	res.State = store.ClaimCompleted
 	sh.stats.replays.Add(1)
-	return store.ClaimResult{State: store.ClaimCompleted, Record: rec}, true, nil
+	return true, nil
 }
 
 // ClaimMany claims each entry as Claim does, under one input check: bad
