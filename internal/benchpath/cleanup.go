@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/idemstore/idemstore/store/pgstore"
@@ -91,10 +92,25 @@ func (s *cleanupSide) measure(ctx context.Context, f *fixture, clean func(contex
 		err error
 	}
 	got := make(chan replays, 1)
+	// The cleanup starts once the replays have: a short cleanup on a busy
+	// machine could otherwise end before the first replay, and measure none.
+	started := make(chan struct{})
+	var once sync.Once
+	replay := func(ctx context.Context, c, n int) error {
+		err := f.libHit(ctx, c, n)
+		once.Do(func() { close(started) })
+		return err
+	}
 	go func() {
-		r, err := measureUntil(ctx, 1, until, 1, f.libHit)
+		r, err := measureUntil(ctx, 1, until, 1, replay)
 		got <- replays{r, err}
 	}()
+	select {
+	case <-started:
+	case r := <-got: // ended before its first replay: an error or a cancelled ctx
+		close(until)
+		return fmt.Errorf("replays: %w", r.err)
+	}
 	start := time.Now()
 	n, err := clean(ctx)
 	took := time.Since(start)
