@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -251,4 +252,59 @@ func BenchmarkMemFloorMany(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkExecuteReplayManyParallel is BenchmarkExecuteReplayMany with
+// eight callers per CPU, as cmd/benchpath's 8-caller row on two CPUs.
+func BenchmarkExecuteReplayManyParallel(b *testing.B) {
+	ctx := context.Background()
+	st, err := memstore.New(nil)
+	require.NoError(b, err)
+	out := []byte(strings.Repeat("r", 1024))
+	tool := ExecutorFunc(func(context.Context, Call) (Result, error) { return Result{Output: out}, nil })
+	idem, err := New(tool, st, nil)
+	require.NoError(b, err)
+	calls := manyCalls(10_000)
+	for _, c := range calls {
+		_, err := idem.ForScope("bench-run").Execute(ctx, c)
+		require.NoError(b, err)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(2500))
+		for pb.Next() {
+			res, err := idem.ForScope("bench-run").Execute(ctx, calls[i%len(calls)])
+			if err != nil || !res.Replayed {
+				b.Error(res, err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkMemFloorManyParallel is the floor of
+// BenchmarkExecuteReplayManyParallel.
+func BenchmarkMemFloorManyParallel(b *testing.B) {
+	var m sync.Map
+	calls := manyCalls(10_000)
+	for _, c := range calls {
+		m.Store(sha256.Sum256(c.Args), []byte(strings.Repeat("r", 1024)))
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(2500))
+		for pb.Next() {
+			v, ok := m.Load(sha256.Sum256(calls[i%len(calls)].Args))
+			if !ok || len(v.([]byte)) != 1024 {
+				b.Error("stored result not found")
+				return
+			}
+			i++
+		}
+	})
 }
