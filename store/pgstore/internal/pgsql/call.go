@@ -41,6 +41,25 @@ const claimReadSQL = `SELECT
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
 
+// claimReadManySQL is ClaimMany's first look: claimReadSQL for several
+// keys of one scope in one primary-key read. A turn replayed whole (the
+// retry after a rejected answer) is answered by it alone, at the cost of a
+// SELECT of its keys; the keys it finds undecided, or does not find, go to
+// claimManySQL. Each row's fingerprint is the caller's for that key: the
+// $3 element at the key's position in $2.
+//
+// Parameters: $1 scope, $2 keys, $3 fingerprints (one per key), $4 the
+// ClaimMany's nonce.
+const claimReadManySQL = `SELECT key,
+	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now()))  -- dead
+	  OR (status = 1 /* pending */ AND lease_until <= now()
+	      AND fingerprint = ($3::bytea[])[array_position($2::bytea[], key)])              -- lapsed
+	  OR status = 3 /* released */) AS decides,
+	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
+	` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = ANY($2::bytea[])`
+
 // claimSQL takes the key of one call when it may (idem_claim, migration
 // 4), deciding again under the record's row lock on its latest version.
 // won: the caller holds the claim (otherwise the record is another
