@@ -104,3 +104,49 @@ func TestShardCommandIsTheCleanupStatementOnTheShards(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, sql, 500).Scan(&n))
 	require.Zero(t, n)
 }
+
+// The reads of several keys look each key up by both columns of the
+// primary key, whatever the statistics say of the scope: here the
+// statistics know one big scope, and the scope read has grown since the
+// last ANALYZE. "scope = $1 AND key = ANY($2)" was planned as a scan of
+// the whole scope by its first column, which made every turn of a long
+// run read all of it.
+func TestManyKeyReadsLookUpEachKeyByTheWholePrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, schema := pgtest.NewSchema(t)
+	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
+	seed := func(scope string, n int) {
+		_, err := pool.Exec(ctx, `INSERT INTO `+records+`
+			(scope, key, status, tool, fingerprint, outcome_kind, encoding, result, token, attempts, created_at, updated_at, expires_at)
+			SELECT $1, sha256((i::text || $1)::bytea), 2, 't', sha256(i::text::bytea), 1, 1, 'x', 0, 0, now(), now(), now() + interval '1 day'
+			FROM generate_series(1, $2::int) AS i`, scope, n)
+		require.NoError(t, err)
+	}
+	seed("big", 10_000)
+	_, err := pool.Exec(ctx, "ANALYZE "+records)
+	require.NoError(t, err)
+	seed(pgsqltest.Scope, 3_000) // grown since the statistics
+
+	sql := pgsql.New(pgx.Identifier{schema}.Sanitize())
+	for name, stmt := range map[string]string{
+		"GetMany": sql.GetMany, "ClaimReadMany": sql.ClaimReadMany,
+		"ConfirmedGetMany": sql.ConfirmedGetMany, "ConfirmedClaimReadMany": sql.ConfirmedClaimReadMany,
+	} {
+		args, err := pgsqltest.Args(name, schema)
+		require.NoError(t, err)
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode)
+			require.NoError(t, err)
+			rows, err := tx.Query(ctx, "EXPLAIN "+stmt, args...)
+			require.NoError(t, err)
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err)
+			require.NoError(t, tx.Rollback(ctx))
+			text := strings.Join(plan, "\n")
+			require.Regexp(t, `Index Cond: \(\(scope = [^\n]*\) AND \(key = [^\n]*\)\)`, text, "%s, %s:\n%s", name, mode, text)
+		}
+	}
+}
