@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -91,16 +90,12 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	return res, res.Err
 }
 
-// ClaimMany claims each entry as Claim does, after one input check of the
+// ClaimMany claims each entry as Claim does, in one statement (one round
+// trip for a turn's misses; idem_claim_many), after one input check of the
 // whole batch: bad input in any entry refuses it before anything is
-// written. Its first step is one primary-key read of every key
-// (claimReadManySQL): a turn whose records all decide by themselves (a
-// turn replayed whole) costs that read alone. The keys left undecided are
-// claimed in one more statement (idem_claim_many), which decides again
-// under each record's row lock. An entry refused on its own (a fingerprint
-// mismatch, a result that does not open) gets its error in
-// ClaimResult.Err. The batch draws one nonce, and is sent again with it
-// after a connection lost mid-statement, as Claim is.
+// written. An entry refused on its own (a fingerprint mismatch, a result
+// that does not open) gets its error in ClaimResult.Err. The batch draws one nonce, and is sent again
+// with it after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
@@ -115,109 +110,50 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 		return []store.ClaimResult{}, nil
 	}
 	keys := make([][]byte, len(es))
+	tools := make([]string, len(es))
 	fps := make([][]byte, len(es))
-	at := make(map[keyhash.Sum]int, len(es))
 	for i := range es {
-		keys[i], fps[i] = es[i].Key[:], es[i].Fingerprint[:]
-		at[es[i].Key] = i
+		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
 	}
 	nonce := newNonce()
-	rows := make([]claimRow, len(es))
+	type claimRow struct {
+		key   []byte
+		won   bool
+		prior pgtype.Int2
+		rec   recordScan
+	}
+	rows := make([]claimRow, 0, len(es))
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		clear(rows)
-		if err := s.readMany(ctx, conn, scope, keys, fps, nonce, at, rows); err != nil {
+		rows = rows[:0]
+		res, err := conn.Query(ctx, s.sql.ClaimMany, scope, keys, tools, fps, micros(lease), micros(opts.TTL(s.defaultTTL)), nonce)
+		if err != nil {
 			return err
 		}
-		return s.claimUndecided(ctx, conn, scope, es, lease, opts, nonce, at, rows)
+		defer res.Close()
+		for res.Next() {
+			rows = append(rows, claimRow{})
+			r := &rows[len(rows)-1]
+			if err := res.Scan(append([]any{&r.key, &r.won, &r.prior}, r.rec.targets()...)...); err != nil {
+				return err
+			}
+		}
+		return res.Err()
 	})
 	if err != nil {
 		return nil, s.translate("claim", err)
 	}
+	if len(rows) != len(es) {
+		return nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered %d rows for %d calls", len(rows), len(es))}
+	}
 	out := make([]store.ClaimResult, len(es))
 	for i := range rows {
-		if !rows[i].done {
-			return nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered no row for call %d, key %s", i, es[i].Key)}
+		e := es[i]
+		if string(rows[i].key) != string(e.Key[:]) {
+			return nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x for call %d, key %s", rows[i].key, i, e.Key)}
 		}
-		out[i] = s.decideClaim(scope, es[i], rows[i].won, rows[i].prior, &rows[i].rec)
+		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, &rows[i].rec)
 	}
 	return out, nil
-}
-
-// claimRow is what the database answered for one entry of a ClaimMany.
-type claimRow struct {
-	done  bool // answered: by the first read, or by the claim
-	won   bool
-	prior pgtype.Int2
-	rec   recordScan
-}
-
-// readMany is ClaimMany's first look: it fills the rows of the entries
-// whose records decide by themselves.
-func (s *Store) readMany(ctx context.Context, conn *pgxpool.Conn, scope string, keys, fps [][]byte, nonce []byte, at map[keyhash.Sum]int, rows []claimRow) error {
-	res, err := conn.Query(ctx, s.sql.ClaimReadMany, scope, keys, fps, nonce)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	var (
-		key      []byte
-		decides  bool
-		won      bool
-		scanned  recordScan
-		scanInto = append([]any{&key, &decides, &won}, scanned.targets()...)
-	)
-	for res.Next() {
-		if err := res.Scan(scanInto...); err != nil {
-			return err
-		}
-		var k keyhash.Sum
-		if copy(k[:], key) != len(k) || len(key) != len(k) {
-			return fmt.Errorf("the database answered key %x, which was not asked for", key)
-		}
-		i, ok := at[k]
-		if !ok {
-			return fmt.Errorf("the database answered key %x, which was not asked for", key)
-		}
-		if decides {
-			rows[i] = claimRow{done: true, won: won, prior: pgtype.Int2{Int16: scanned.status, Valid: true}, rec: scanned}
-		}
-	}
-	return res.Err()
-}
-
-// claimUndecided claims, in one statement (idem_claim_many), the entries
-// readMany left unanswered, and fills their rows.
-func (s *Store) claimUndecided(ctx context.Context, conn *pgxpool.Conn, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions, nonce []byte, at map[keyhash.Sum]int, rows []claimRow) error {
-	var keys, fps [][]byte
-	var tools []string
-	for i := range es {
-		if !rows[i].done {
-			keys, tools, fps = append(keys, es[i].Key[:]), append(tools, es[i].Tool), append(fps, es[i].Fingerprint[:])
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	res, err := conn.Query(ctx, s.sql.ClaimMany, scope, keys, tools, fps, micros(lease), micros(opts.TTL(s.defaultTTL)), nonce)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	var key []byte
-	n := 0
-	for res.Next() {
-		var r claimRow
-		if err := res.Scan(append([]any{&key, &r.won, &r.prior}, r.rec.targets()...)...); err != nil {
-			return err
-		}
-		if n >= len(keys) || string(key) != string(keys[n]) {
-			return fmt.Errorf("the database answered key %x as row %d of a claim of %d keys", key, n, len(keys))
-		}
-		r.done = true
-		rows[at[keyhash.Sum(key)]] = r
-		n++
-	}
-	return res.Err()
 }
 
 // decideClaim turns one row of claimSQL into the entry's result. A record

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -208,62 +207,6 @@ func TestEachOperationIsOneStatement(t *testing.T) {
 	}
 	run(0, false) // prepares every statement on the connection
 	run(1, true)
-}
-
-// A turn replayed whole (every record completed) is one read, as a SELECT
-// of its keys; a turn with calls to claim is that read and one claim.
-func TestClaimManyOfAReplayedTurnIsOneRead(t *testing.T) {
-	t.Parallel()
-	ctx := testContext(t)
-	_, schema := newSchema(t)
-	var counter queryCounter
-	pool := newPool(t, func(c *pgxpool.Config) {
-		c.MaxConns = 1
-		c.ConnConfig.Tracer = &counter
-	})
-	st := openStore(t, pool, schema, nil)
-	turn := func(prefix string) []store.Entry {
-		es := make([]store.Entry, 8)
-		for i := range es {
-			es[i] = entry(fmt.Sprintf("%s-%d", prefix, i), `{}`)
-		}
-		return es
-	}
-	claimMany := func(es []store.Entry) ([]store.ClaimResult, int64) {
-		q := counter.queries.Load()
-		res, err := st.ClaimMany(ctx, "run", es, time.Hour, store.WriteOptions{})
-		require.NoError(t, err)
-		require.Len(t, res, len(es))
-		return res, counter.queries.Load() - q
-	}
-
-	first := turn("a")
-	res, queries := claimMany(first)
-	require.EqualValues(t, 2, queries, "a new turn: the read, then the claim")
-	for i, r := range res {
-		require.Equal(t, store.ClaimGranted, r.State, "call %d", i)
-		_, err := st.Complete(ctx, r.Claim, success(fmt.Sprint(i)))
-		require.NoError(t, err)
-	}
-	res, queries = claimMany(first)
-	require.EqualValues(t, 1, queries, "the turn replayed whole: one read")
-	for i, r := range res {
-		require.Equal(t, store.ClaimCompleted, r.State, "call %d", i)
-		require.Equal(t, fmt.Sprint(i), string(r.Record.Outcome.Result), "call %d replays its own outcome", i)
-	}
-
-	// Half replayed, half new: still the read and one claim, in the turn's order.
-	mixed := append(first[:4:4], turn("b")[:4]...)
-	res, queries = claimMany(mixed)
-	require.EqualValues(t, 2, queries)
-	for i, r := range res {
-		want := store.ClaimCompleted
-		if i >= 4 {
-			want = store.ClaimGranted
-		}
-		require.Equal(t, want, r.State, "call %d", i)
-		require.Equal(t, mixed[i].Key, r.Record.Key, "call %d answered in order", i)
-	}
 }
 
 // Nonsense in the retry and pool settings is refused before anything is

@@ -105,7 +105,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	if c.ConfirmReads {
 		s.sql.Get, s.sql.GetMany, s.sql.ClaimRead = s.sql.ConfirmedGet, s.sql.ConfirmedGetMany, s.sql.ConfirmedClaimRead
-		s.sql.ClaimReadMany = s.sql.ConfirmedClaimReadMany
 		s.readBack = s.sql.ConfirmedRead
 	} else {
 		s.readBack = s.sql.Read

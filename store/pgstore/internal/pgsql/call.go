@@ -15,15 +15,12 @@ const getSQL = `SELECT ` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2 AND status = 2 /* completed */ AND expires_at > now()`
 
-// getManySQL looks up several keys of one scope in one statement, each by
-// both columns of the primary key (see claimReadManySQL for why not
-// "key = ANY($2)").
+// getManySQL looks up several keys of one scope in one statement.
 //
 // Parameters: $1 scope, $2 keys.
 const getManySQL = `SELECT key, ` + RecordColumns + `
-FROM unnest($2::bytea[]) AS a(asked_key),
-	LATERAL (SELECT * FROM /* schema */idem_records WHERE scope = $1 AND key = asked_key LIMIT 1) AS r
-WHERE status = 2 /* completed */ AND expires_at > now()`
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
 
 // claimReadSQL is Claim's first look, a primary-key read. decides: the
 // record answers by itself (a live completed record, a live claim, a record
@@ -43,29 +40,6 @@ const claimReadSQL = `SELECT
 	` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
-
-// claimReadManySQL is ClaimMany's first look: claimReadSQL for several
-// keys of one scope in one read. A turn replayed whole (the retry after a
-// rejected answer) is answered by it alone, at the cost of a SELECT of its
-// keys; the keys it finds undecided, or does not find, go to claimManySQL.
-//
-// Each key is looked up on its own (the LATERAL subquery, kept from being
-// flattened into a join by its LIMIT), by both columns of the primary
-// key: given "scope = $1 AND key = ANY($2)", the planner may scan the
-// whole scope by its first column whenever its statistics think the scope
-// small, and a scope that grew since the last ANALYZE made each turn read
-// all of it (measured: 3 ms a turn after 3,000 turns of one scope).
-//
-// Parameters: $1 scope, $2 keys, $3 fingerprints (one per key), $4 the
-// ClaimMany's nonce.
-const claimReadManySQL = `SELECT key,
-	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
-	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = asked)       -- lapsed
-	  OR status = 3 /* released */) AS decides,
-	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
-	` + RecordColumns + `
-FROM unnest($2::bytea[], $3::bytea[]) AS a(asked_key, asked),
-	LATERAL (SELECT * FROM /* schema */idem_records WHERE scope = $1 AND key = asked_key LIMIT 1) AS r`
 
 // claimSQL takes the key of one call when it may (idem_claim, migration
 // 4), deciding again under the record's row lock on its latest version.

@@ -9,11 +9,11 @@ const SchemaMarker = "/* schema */"
 // Statements holds the SQL of one store, its schema filled in.
 type Statements struct {
 	// The call path.
-	Get, GetMany, ClaimRead, Claim, ClaimReadMany, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	Get, GetMany, ClaimRead, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
 	// The reads that hand out an outcome, confirmed on the synchronous
 	// standby (Config.ConfirmReads): each takes a row lock, whose commit
 	// waits for the standby.
-	ConfirmedGet, ConfirmedGetMany, ConfirmedClaimRead, ConfirmedClaimReadMany, ConfirmedRead string
+	ConfirmedGet, ConfirmedGetMany, ConfirmedClaimRead, ConfirmedRead string
 	// Scope maintenance.
 	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
 	// The operators' API.
@@ -41,38 +41,36 @@ func AsWritten() Statements { return build(func(sql string) string { return sql 
 // build returns the statements, each passed through fill.
 func build(fill func(string) string) Statements {
 	return Statements{
-		Get:                    fill(getSQL),
-		GetMany:                fill(getManySQL),
-		ClaimRead:              fill(claimReadSQL),
-		Claim:                  fill(claimSQL),
-		ClaimReadMany:          fill(claimReadManySQL),
-		ClaimMany:              fill(claimManySQL),
-		Put:                    fill(putSQL),
-		Complete:               fill(completeSQL),
-		Release:                fill(releaseSQL),
-		Renew:                  fill(renewSQL),
-		Watch:                  fill(watchSQL),
-		WaitCheck:              fill(waitCheckSQL),
-		Read:                   fill(readSQL),
-		ConfirmedGet:           fill(confirmed(getSQL)),
-		ConfirmedGetMany:       fill(confirmed(getManySQL)),
-		ConfirmedClaimRead:     fill(confirmed(claimReadSQL)),
-		ConfirmedClaimReadMany: fill(confirmed(claimReadManySQL)),
-		ConfirmedRead:          fill(confirmed(readSQL)),
-		Notify:                 fill(notifySQL),
-		ExtendScope:            fill(extendScopeSQL),
-		DeleteScopeRow:         fill(deleteScopeRowSQL),
-		DeleteScopeRecords:     fill(deleteScopeRecordsSQL),
-		RemoveExpired:          fill(removeExpiredSQL),
-		Attention:              fill(attentionSQL),
-		AttentionInScope:       fill(attentionInScopeSQL),
-		Resolve:                fill(resolveSQL),
-		ResealList:             fill(resealListSQL),
-		Reseal:                 fill(resealSQL),
-		Session:                fill(sessionSQL),
-		Distribution:           fill(distributionSQL),
-		CleanupScopes:          fill(cleanupScopesSQL),
-		RemoveExpiredHere:      fill(removeExpiredHereSQL),
+		Get:                fill(getSQL),
+		GetMany:            fill(getManySQL),
+		ClaimRead:          fill(claimReadSQL),
+		Claim:              fill(claimSQL),
+		ClaimMany:          fill(claimManySQL),
+		Put:                fill(putSQL),
+		Complete:           fill(completeSQL),
+		Release:            fill(releaseSQL),
+		Renew:              fill(renewSQL),
+		Watch:              fill(watchSQL),
+		WaitCheck:          fill(waitCheckSQL),
+		Read:               fill(readSQL),
+		ConfirmedGet:       fill(confirmed(getSQL)),
+		ConfirmedGetMany:   fill(confirmed(getManySQL)),
+		ConfirmedClaimRead: fill(confirmed(claimReadSQL)),
+		ConfirmedRead:      fill(confirmed(readSQL)),
+		Notify:             fill(notifySQL),
+		ExtendScope:        fill(extendScopeSQL),
+		DeleteScopeRow:     fill(deleteScopeRowSQL),
+		DeleteScopeRecords: fill(deleteScopeRecordsSQL),
+		RemoveExpired:      fill(removeExpiredSQL),
+		Attention:          fill(attentionSQL),
+		AttentionInScope:   fill(attentionInScopeSQL),
+		Resolve:            fill(resolveSQL),
+		ResealList:         fill(resealListSQL),
+		Reseal:             fill(resealSQL),
+		Session:            fill(sessionSQL),
+		Distribution:       fill(distributionSQL),
+		CleanupScopes:      fill(cleanupScopesSQL),
+		RemoveExpiredHere:  fill(removeExpiredHereSQL),
 	}
 }
 
@@ -84,11 +82,11 @@ type Named struct {
 // All lists every statement, for tests that check them all.
 func (s Statements) All() []Named {
 	return []Named{
-		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"Claim", s.Claim}, {"ClaimReadMany", s.ClaimReadMany}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
+		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
 		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
 		{"ConfirmedGet", s.ConfirmedGet}, {"ConfirmedGetMany", s.ConfirmedGetMany},
-		{"ConfirmedClaimRead", s.ConfirmedClaimRead}, {"ConfirmedClaimReadMany", s.ConfirmedClaimReadMany}, {"ConfirmedRead", s.ConfirmedRead},
+		{"ConfirmedClaimRead", s.ConfirmedClaimRead}, {"ConfirmedRead", s.ConfirmedRead},
 		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
 		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
 		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},

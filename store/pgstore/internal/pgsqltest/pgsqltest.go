@@ -31,7 +31,7 @@ func sum(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 // of ExtendScope and DeleteScope: on Citus each must be routed to the one
 // worker that holds its scope.
 var CallPath = []string{
-	"Get", "GetMany", "ClaimRead", "Claim", "ClaimReadMany", "ClaimMany", "Put", "Complete", "Release", "Renew", "Watch", "WaitCheck", "Read",
+	"Get", "GetMany", "ClaimRead", "Claim", "ClaimMany", "Put", "Complete", "Release", "Renew", "Watch", "WaitCheck", "Read",
 	"ExtendScope", "DeleteScopeRow", "DeleteScopeRecords",
 }
 
@@ -54,8 +54,6 @@ func Args(name, schema string) ([]any, error) {
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
 	case "ClaimRead", "ConfirmedClaimRead":
 		return []any{Scope, Key, Fingerprint, Nonce}, nil
-	case "ClaimReadMany", "ConfirmedClaimReadMany":
-		return []any{Scope, [][]byte{Key, sum("other")}, [][]byte{Fingerprint, sum("other call")}, Nonce}, nil
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
 	case "ClaimMany":
