@@ -209,9 +209,10 @@ func manyCalls(n int) []Call {
 	return out
 }
 
-// BenchmarkExecuteReplayMany replays 10,000 stored calls in turn, exclusive
-// mode, shared results: the in-memory row of docs/benchmarks.md.
-func BenchmarkExecuteReplayMany(b *testing.B) {
+// manyStored returns an executor on memstore (exclusive mode, shared
+// results) whose scope "bench-run" holds the 1 KiB outcomes of manyCalls.
+func manyStored(b *testing.B) (*Idempotent, []Call) {
+	b.Helper()
 	ctx := context.Background()
 	st, err := memstore.New(nil)
 	require.NoError(b, err)
@@ -224,6 +225,14 @@ func BenchmarkExecuteReplayMany(b *testing.B) {
 		_, err := idem.ForScope("bench-run").Execute(ctx, c)
 		require.NoError(b, err)
 	}
+	return idem, calls
+}
+
+// BenchmarkExecuteReplayMany replays 10,000 stored calls in turn, exclusive
+// mode, shared results: the in-memory row of docs/benchmarks.md.
+func BenchmarkExecuteReplayMany(b *testing.B) {
+	ctx := context.Background()
+	idem, calls := manyStored(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -235,14 +244,21 @@ func BenchmarkExecuteReplayMany(b *testing.B) {
 	}
 }
 
-// BenchmarkMemFloorMany is BenchmarkExecuteReplayMany's floor: SHA-256 of
-// the argument bytes and a sync.Map lookup, over the same 10,000 calls.
-func BenchmarkMemFloorMany(b *testing.B) {
+// manyFloor is the floor's map of manyCalls: SHA-256 of the argument bytes
+// to a 1 KiB result.
+func manyFloor() (*sync.Map, []Call) {
 	var m sync.Map
 	calls := manyCalls(10_000)
 	for _, c := range calls {
 		m.Store(sha256.Sum256(c.Args), []byte(strings.Repeat("r", 1024)))
 	}
+	return &m, calls
+}
+
+// BenchmarkMemFloorMany is BenchmarkExecuteReplayMany's floor: SHA-256 of
+// the argument bytes and a sync.Map lookup, over the same 10,000 calls.
+func BenchmarkMemFloorMany(b *testing.B) {
+	m, calls := manyFloor()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -258,17 +274,7 @@ func BenchmarkMemFloorMany(b *testing.B) {
 // eight callers per CPU, as cmd/benchpath's 8-caller row on two CPUs.
 func BenchmarkExecuteReplayManyParallel(b *testing.B) {
 	ctx := context.Background()
-	st, err := memstore.New(nil)
-	require.NoError(b, err)
-	out := []byte(strings.Repeat("r", 1024))
-	tool := ExecutorFunc(func(context.Context, Call) (Result, error) { return Result{Output: out}, nil })
-	idem, err := New(tool, st, nil)
-	require.NoError(b, err)
-	calls := manyCalls(10_000)
-	for _, c := range calls {
-		_, err := idem.ForScope("bench-run").Execute(ctx, c)
-		require.NoError(b, err)
-	}
+	idem, calls := manyStored(b)
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(4)
@@ -288,11 +294,7 @@ func BenchmarkExecuteReplayManyParallel(b *testing.B) {
 // BenchmarkMemFloorManyParallel is the floor of
 // BenchmarkExecuteReplayManyParallel.
 func BenchmarkMemFloorManyParallel(b *testing.B) {
-	var m sync.Map
-	calls := manyCalls(10_000)
-	for _, c := range calls {
-		m.Store(sha256.Sum256(c.Args), []byte(strings.Repeat("r", 1024)))
-	}
+	m, calls := manyFloor()
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(4)
