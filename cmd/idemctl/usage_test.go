@@ -144,3 +144,13 @@ func TestKeyPrintsTheCallsKeyAndDownstreamKey(t *testing.T) {
 	requireOneLineFailure(t, runCtl("key", "-scope", "run-1", "-tool", "t", "-args", "{}", "-args-file", "x"),
 		exitUsage, "give -args or -args-file, not both")
 }
+
+// -yes=false is a no: scope delete is refused before anything runs, as
+// without -yes, rather than deleting the scope.
+func TestScopeDeleteWithYesFalseIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, yes := range []string{"-yes=false", "-yes=0", "-yes=f"} {
+		requireUsage(t, runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "scope", "delete", "-scope", "run-1", yes),
+			"scope delete needs -yes")
+	}
+}
