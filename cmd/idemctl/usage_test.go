@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,4 +154,27 @@ func TestScopeDeleteWithYesFalseIsRefused(t *testing.T) {
 		requireUsage(t, runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "scope", "delete", "-scope", "run-1", yes),
 			"scope delete needs -yes")
 	}
+}
+
+// A file flag naming a directory is a bad value: exit status 2 and its
+// name as a bounded prefix, not a read failure that repeats the whole
+// path; and arguments over the limit name MaxArgBytes, the limit they
+// broke.
+func TestArgsFileThatIsADirectoryOrTooLargeIsAUsageErrorNamingTheProblem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	deep := dir
+	for range 30 { // about 3 KB, under PATH_MAX
+		deep = filepath.Join(deep, strings.Repeat("d", 100))
+	}
+	require.NoError(t, os.MkdirAll(deep, 0o700))
+	for _, d := range []string{dir, deep} {
+		r := runCtl("key", "-scope", "s", "-tool", "t", "-args-file", d)
+		requireOneLineFailure(t, r, exitUsage, "is a directory")
+		require.Contains(t, r.stderr, "-args-file "+strconv.Quote(d[:min(len(d), 64)]))
+		require.Less(t, len(r.stderr), 300)
+	}
+	big := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(big, []byte(`"`+strings.Repeat("x", 1<<20)+`"`), 0o600))
+	requireOneLineFailure(t, runCtl("key", "-scope", "s", "-tool", "t", "-args-file", big), exitUsage, "limit MaxArgBytes is 1048576")
 }
