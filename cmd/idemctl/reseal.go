@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/idemstore/idemstore/contract"
@@ -30,7 +31,7 @@ const maxFailuresShown = 20
 func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 	text, from := os.Getenv(envSealKeys), "$"+envSealKeys
 	if cfg.sealKeysFile != "" {
-		b, err := os.ReadFile(cfg.sealKeysFile)
+		b, err := readKeysFile(cfg.sealKeysFile)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -80,6 +81,28 @@ func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 		return nil, err
 	}
 	return sealer, nil
+}
+
+// maxKeysFileBytes bounds what -seal-keys-file reads: an entry is about 60
+// bytes, so this holds thousands of keys, and a file named by mistake
+// (a disk image, /dev/zero) is refused instead of read whole.
+const maxKeysFileBytes = 1 << 20
+
+// readKeysFile reads a key file of at most maxKeysFileBytes.
+func readKeysFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeysFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxKeysFileBytes {
+		return nil, fmt.Errorf("over %d bytes: not a key file", maxKeysFileBytes)
+	}
+	return b, nil
 }
 
 // resealJSON is what reseal prints with -json.

@@ -178,3 +178,14 @@ func TestArgsFileThatIsADirectoryOrTooLargeIsAUsageErrorNamingTheProblem(t *test
 	require.NoError(t, os.WriteFile(big, []byte(`"`+strings.Repeat("x", 1<<20)+`"`), 0o600))
 	requireOneLineFailure(t, runCtl("key", "-scope", "s", "-tool", "t", "-args-file", big), exitUsage, "limit MaxArgBytes is 1048576")
 }
+
+// A -seal-keys-file that is no key file (a device, a huge file named by
+// mistake) is refused after a bounded read, not read whole: /dev/zero
+// would never end.
+func TestSealKeysFileIsReadBounded(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{"/dev/zero": "over 1048576 bytes: not a key file", "/": "is a directory"} {
+		r := runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "reseal", "-seal-keys-file", name, "-seal-current", "1")
+		requireOneLineFailure(t, r, exitUsage, "-seal-keys-file "+strconv.Quote(name)+": "+want)
+	}
+}
