@@ -43,7 +43,7 @@ func ParseKeys(text string) (map[KeyID][]byte, error) {
 		}
 		id, err := ParseKeyID(idText)
 		if err != nil {
-			return nil, bad(n, "bad key id "+contract.Quote(idText)+": want a whole number from 1 to 4294967295")
+			return nil, bad(n, "bad key id "+showID(idText)+": want a whole number from 1 to 4294967295")
 		}
 		if _, dup := keys[id]; dup {
 			return nil, bad(n, fmt.Sprintf("key id %d appears twice", id))
@@ -58,6 +58,20 @@ func ParseKeys(text string) (map[KeyID][]byte, error) {
 		keys[id] = key
 	}
 	return keys, nil
+}
+
+// maxShownID is the longest bad key id ParseKeys repeats: an id has at
+// most 10 digits, and a longer one is likely key material written before
+// its id (KEY:ID), which an error must not repeat.
+const maxShownID = 12
+
+// showID is a bad key id as ParseKeys' error shows it: quoted when short,
+// else only its length.
+func showID(text string) string {
+	if len(text) > maxShownID {
+		return fmt.Sprintf("(%d bytes, not shown: a key written before its id?)", len(text))
+	}
+	return contract.Quote(text)
 }
 
 // ParseKeyID reads a key id written in decimal (1 or more).

@@ -62,3 +62,20 @@ func TestParseKeyID(t *testing.T) {
 		require.ErrorIs(t, err, contract.ErrInvalidInput, s)
 	}
 }
+
+// An entry written the wrong way round (KEY:ID) has the key where the id
+// should be: the error names the entry, and does not repeat the key as a
+// bad id.
+func TestParseKeysNeverRepeatsAKeyWrittenBeforeItsID(t *testing.T) {
+	t.Parallel()
+	good := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	for _, text := range []string{good + ":1", "1:" + good + "\n" + good + ":2", good[:20] + ":" + good[20:]} {
+		_, err := seal.ParseKeys(text)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, text)
+		require.Contains(t, ie.Problem, "bad key id (")
+		require.Contains(t, ie.Problem, "bytes, not shown")
+		require.NotContains(t, err.Error(), good[:20])
+		require.NotContains(t, err.Error(), good[20:])
+	}
+}
