@@ -20,6 +20,21 @@ type resolvedJSON struct {
 	Record   recordJSON `json:"record"`
 }
 
+// checkStore refuses a bad -key or -kind of store before anything opens.
+func checkStore(cfg config) error {
+	if _, err := parseKey(cfg.key); err != nil {
+		return err
+	}
+	_, err := parseKind(cfg.kind)
+	return err
+}
+
+// checkRelease refuses a bad -key of release before anything opens.
+func checkRelease(cfg config) error {
+	_, err := parseKey(cfg.key)
+	return err
+}
+
 // storeOutcome stores the bytes of -result as the record's outcome under a
 // new fencing token: the holder, if it still runs, is fenced off.
 func storeOutcome(ctx context.Context, e env) error {

@@ -189,3 +189,26 @@ func TestSealKeysFileIsReadBounded(t *testing.T) {
 		requireOneLineFailure(t, r, exitUsage, "-seal-keys-file "+strconv.Quote(name)+": "+want)
 	}
 }
+
+// A bad -key, -kind or -access is refused (exit status 2, one line naming
+// it) before the database is opened: a database that cannot be reached
+// does not hide it behind exit status 1.
+func TestBadValuesAreRefusedBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "postgres://u:p@" + l.Addr().String() + "/db"
+	require.NoError(t, l.Close())
+	key := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"release", "-scope", "s", "-key", "abc", "-token", "1", "-note", "x"}, `release: invalid -key "abc"`},
+		{[]string{"store", "-scope", "s", "-key", "zz", "-token", "1", "-result", "-"}, `store: invalid -key "zz"`},
+		{[]string{"store", "-scope", "s", "-key", key, "-token", "1", "-result", "-", "-kind", "maybe"}, `store: invalid -kind "maybe"`},
+		{[]string{"ready", "-access", "root"}, `ready: invalid -access "root"`},
+	} {
+		requireOneLineFailure(t, runCtl(append([]string{"-database-url", url}, tc.args...)...), exitUsage, tc.want)
+	}
+}
