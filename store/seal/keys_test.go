@@ -63,6 +63,19 @@ func TestParseKeyID(t *testing.T) {
 	}
 }
 
+// A key given where its id goes (IDEMSTORE_SEAL_CURRENT set to the key) is
+// refused without being repeated.
+func TestParseKeyIDNeverRepeatsAKey(t *testing.T) {
+	t.Parallel()
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	_, err := seal.ParseKeyID(key)
+	require.ErrorIs(t, err, contract.ErrInvalidInput)
+	require.Contains(t, err.Error(), "(44 bytes, not shown")
+	require.NotContains(t, err.Error(), key[:20])
+	_, err = seal.ParseKeyID("two")
+	require.ErrorContains(t, err, `"two" is not a whole number`)
+}
+
 // An entry written the wrong way round (KEY:ID) has the key where the id
 // should be: the error names the entry, and does not repeat the key as a
 // bad id.
