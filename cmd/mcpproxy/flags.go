@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -138,6 +140,21 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	case o.sessionTimeout < 0:
 		fmt.Fprintln(stderr, "mcpproxy: -session-timeout must not be negative")
 		return options{}, errUsage
+	}
+	// Checked now, not once the upstream command runs and the store is
+	// open: a bad value is a usage error, said with a bounded prefix.
+	if o.listen != "" {
+		if _, _, err := net.SplitHostPort(o.listen); err != nil {
+			fmt.Fprintf(stderr, "mcpproxy: invalid -listen %s: want HOST:PORT, such as 127.0.0.1:8931\n", contract.Quote(o.listen))
+			return options{}, errUsage
+		}
+	}
+	if o.upstreamURL != "" {
+		if u, err := url.Parse(o.upstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// Not repeated: the URL may hold a password or a token.
+			fmt.Fprintln(stderr, "mcpproxy: invalid -upstream-url: want an http:// or https:// URL with a host (the URL is not repeated: it may hold a password)")
+			return options{}, errUsage
+		}
 	}
 	return o, nil
 }

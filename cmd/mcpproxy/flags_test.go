@@ -75,6 +75,11 @@ func TestBadFlagsAreOneBoundedLine(t *testing.T) {
 		{[]string{"-schema", "Bad", "--", "server"}, `mcpproxy: invalid -schema: "Bad" does not match`},
 		{[]string{"-schema", huge, "--", "server"}, `mcpproxy: invalid -schema: "BBBB`},
 		{[]string{"-schema", "", "--", "server"}, `mcpproxy: invalid -schema: empty`},
+		{[]string{"-listen", huge, "--", "server"}, `mcpproxy: invalid -listen "BBBB`},
+		{[]string{"-listen", "8931", "--", "server"}, `mcpproxy: invalid -listen "8931": want HOST:PORT`},
+		{[]string{"-upstream-url", "ftp://u:s3cret@host/mcp"}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
+		{[]string{"-upstream-url", "::" + huge}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
+		{[]string{"-upstream-url", "http:///mcp"}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseFlags(tc.args, &stderr)
@@ -83,6 +88,7 @@ func TestBadFlagsAreOneBoundedLine(t *testing.T) {
 		require.True(t, strings.HasPrefix(stderr.String(), tc.want), "%.200q", stderr.String())
 		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %.200q", stderr.String())
 		require.Less(t, stderr.Len(), 300)
+		require.NotContains(t, stderr.String(), "s3cret")
 	}
 	var stderr bytes.Buffer
 	_, err := parseFlags([]string{"-h"}, &stderr)
