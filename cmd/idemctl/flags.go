@@ -231,9 +231,13 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 // globalFlags are the flags every command takes.
 var globalFlags = map[string]bool{"database-url": true, "schema": true, "connect-timeout": true, "timeout": true, "json": true}
 
-// flagEmpty reports whether a required string flag was given as "".
+// flagEmpty reports whether a required flag was given empty: a string flag
+// as "", or -yes as -yes=false, which says no to a deletion that -yes
+// confirms.
 func flagEmpty(cfg config, name string) bool {
 	switch name {
+	case "yes":
+		return !cfg.yes
 	case "scope":
 		return cfg.scope == ""
 	case "key":

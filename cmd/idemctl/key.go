@@ -35,7 +35,7 @@ func key(_ context.Context, e env) error {
 		return usagef("give -args or -args-file, not both")
 	case cfg.argsFile != "":
 		var err error
-		if args, err = readInput(e, "-args-file", cfg.argsFile, limits.MaxArgBytes); err != nil {
+		if args, err = readInput(e, "-args-file", cfg.argsFile, "MaxArgBytes", limits.MaxArgBytes); err != nil {
 			return err
 		}
 	}

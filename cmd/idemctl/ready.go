@@ -15,16 +15,21 @@ var accesses = map[string]pgstore.Access{
 	pgstore.AccessResolve.String(): pgstore.AccessResolve,
 }
 
+// checkReady refuses a bad -access before anything opens.
+func checkReady(cfg config) error {
+	if _, ok := accesses[cfg.access]; !ok {
+		return usagef("invalid -access %s: want calls, inspect or resolve", contract.Quote(cfg.access))
+	}
+	return nil
+}
+
 // ready checks that the connected role holds every privilege -access needs
 // on the schema and that the schema is migrated (pgstore.CheckPrivileges):
 // for a readiness probe or a deploy step, with the role whose grants it
 // checks. It fails (exit status 1) with the GRANT statements that are
 // missing.
 func ready(ctx context.Context, e env) error {
-	a, ok := accesses[e.cfg.access]
-	if !ok {
-		return usagef("invalid -access %s: want calls, inspect or resolve", contract.Quote(e.cfg.access))
-	}
+	a := accesses[e.cfg.access] // checkReady checked it
 	if err := pgstore.CheckPrivileges(ctx, e.db.pool, e.cfg.schema, a); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/idemstore/idemstore/contract"
@@ -30,7 +31,7 @@ const maxFailuresShown = 20
 func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 	text, from := os.Getenv(envSealKeys), "$"+envSealKeys
 	if cfg.sealKeysFile != "" {
-		b, err := os.ReadFile(cfg.sealKeysFile)
+		b, err := readKeysFile(cfg.sealKeysFile)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -50,7 +51,7 @@ func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 				cfg.command, envSealKeys, envSealCurrent)
 		}
 		if current != "" {
-			return nil, usagef("%s names key %s, and no keys are given (-seal-keys-file or $%s)", currentFrom, contract.Quote(current), envSealKeys)
+			return nil, usagef("%s names key %s, and no keys are given (-seal-keys-file or $%s)", currentFrom, shownKeyID(current), envSealKeys)
 		}
 		return nil, nil
 	}
@@ -65,7 +66,7 @@ func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 	var id seal.KeyID
 	if current != "" {
 		if id, err = seal.ParseKeyID(current); err != nil {
-			return nil, usagef("invalid %s %s: want a key id, 1 or more", currentFrom, contract.Quote(current))
+			return nil, usagef("invalid %s %s: want a key id, 1 or more", currentFrom, shownKeyID(current))
 		}
 	}
 	if needsKey && id == 0 {
@@ -80,6 +81,41 @@ func loadSealer(cfg config, needsKey bool) (*seal.Sealer, error) {
 		return nil, err
 	}
 	return sealer, nil
+}
+
+// maxShownKeyID is the longest -seal-current an error repeats: a key id has
+// at most 10 digits, and a longer value may be a key given as its id.
+const maxShownKeyID = 12
+
+// shownKeyID is -seal-current as an error shows it: quoted when short,
+// else only its length, so that a key given as its id is never repeated.
+func shownKeyID(current string) string {
+	if len(current) > maxShownKeyID {
+		return fmt.Sprintf("(%d bytes, not shown)", len(current))
+	}
+	return contract.Quote(current)
+}
+
+// maxKeysFileBytes bounds what -seal-keys-file reads: an entry is about 60
+// bytes, so this holds thousands of keys, and a file named by mistake
+// (a disk image, /dev/zero) is refused instead of read whole.
+const maxKeysFileBytes = 1 << 20
+
+// readKeysFile reads a key file of at most maxKeysFileBytes.
+func readKeysFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeysFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxKeysFileBytes {
+		return nil, fmt.Errorf("over %d bytes: not a key file", maxKeysFileBytes)
+	}
+	return b, nil
 }
 
 // resealJSON is what reseal prints with -json.

@@ -179,6 +179,7 @@ func TestResealKeysAreCheckedFirst(t *testing.T) {
 		{[]string{"reseal", "-seal-keys-file", keys}, "reseal needs the current key's id: -seal-current or $IDEMSTORE_SEAL_CURRENT"},
 		{[]string{"reseal", "-seal-keys-file", keys, "-seal-current", "3"}, "Current: key id 3 is not one of Keys (1, 2)"},
 		{[]string{"reseal", "-seal-keys-file", keys, "-seal-current", "two"}, `invalid -seal-current "two"`},
+		{[]string{"reseal", "-seal-keys-file", keys, "-seal-current", base64.StdEncoding.EncodeToString(k.keys[1])}, "invalid -seal-current (44 bytes, not shown)"},
 		{[]string{"reseal", "-seal-keys-file", badFile, "-seal-current", "1"}, "-seal-keys-file: entry 1: key id 1: the key has 16 bytes, want 32"},
 		{[]string{"reseal", "-seal-keys-file", "/nonexistent/keys", "-seal-current", "1"}, `-seal-keys-file "/nonexistent/keys": no such file or directory`},
 	} {

@@ -20,6 +20,21 @@ type resolvedJSON struct {
 	Record   recordJSON `json:"record"`
 }
 
+// checkStore refuses a bad -key or -kind of store before anything opens.
+func checkStore(cfg config) error {
+	if _, err := parseKey(cfg.key); err != nil {
+		return err
+	}
+	_, err := parseKind(cfg.kind)
+	return err
+}
+
+// checkRelease refuses a bad -key of release before anything opens.
+func checkRelease(cfg config) error {
+	_, err := parseKey(cfg.key)
+	return err
+}
+
 // storeOutcome stores the bytes of -result as the record's outcome under a
 // new fencing token: the holder, if it still runs, is fenced off.
 func storeOutcome(ctx context.Context, e env) error {
@@ -32,7 +47,7 @@ func storeOutcome(ctx context.Context, e env) error {
 		return err
 	}
 	limits := e.db.store.Limits()
-	result, err := readInput(e, "-result", e.cfg.result, limits.MaxResultBytes)
+	result, err := readInput(e, "-result", e.cfg.result, "MaxResultBytes", limits.MaxResultBytes)
 	if err != nil {
 		return err
 	}
@@ -91,27 +106,41 @@ func parseKind(s string) (store.Kind, error) {
 }
 
 // readInput reads the file name ("-": standard input) whole, refusing more
-// than max bytes without reading them all.
-func readInput(e env, flagName, name string, max int) ([]byte, error) {
+// than max bytes (a *contract.LimitError naming limit) without reading them
+// all. A name that cannot be read (missing, a directory) is a usage error
+// that quotes a bounded prefix of it.
+func readInput(e env, flagName, name, limit string, max int) ([]byte, error) {
 	r := e.stdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, usagef("%s %s: %s", flagName, contract.Quote(name), err)
+			return nil, badInputFile(flagName, name, err)
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			// A directory opens, and fails only when read.
+			return nil, badInputFile(flagName, name, err)
+		}
 		return nil, fmt.Errorf("%s: read: %w", flagName, err)
 	}
 	if len(b) > max {
-		return nil, &contract.LimitError{Limit: "MaxResultBytes", Value: len(b), Max: max}
+		return nil, &contract.LimitError{Limit: limit, Value: len(b), Max: max}
 	}
 	return b, nil
+}
+
+// badInputFile is the usage error of a file flag whose file cannot be
+// read: the name quoted (a bounded prefix), then why, without the
+// *os.PathError's own copy of the name.
+func badInputFile(flagName, name string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return usagef("%s %s: %s", flagName, contract.Quote(name), err)
 }

@@ -105,6 +105,7 @@ func TestResolutionsAreRefusedWithOneLine(t *testing.T) {
 		{[]string{"store", "-scope", "run-1", "-key", key, "-token", tok}, parse, "store needs -result"},
 		{[]string{"store", "-scope", "run-1", "-key", key, "-token", tok, "-result", "/nonexistent/x"}, exitUsage, `-result "/nonexistent/x"`},
 		{[]string{"store", "-scope", "run-1", "-key", key, "-token", tok, "-result", "-", "-kind", "maybe"}, exitUsage, `invalid -kind "maybe"`},
+		{[]string{"store", "-scope", "run-1", "-key", key, "-token", tok, "-result", "/"}, exitUsage, `-result "/": is a directory`},
 	} {
 		r := f.ctl(tc.args...)
 		if tc.code == parse {

@@ -50,7 +50,11 @@ type commandSpec struct {
 	rawPool  bool // needs only a pool, not a store (ready)
 	sealed   bool // takes the seal keys (-seal-keys-file, -seal-current)
 	needsKey bool // refuses to run without a current key
-	run      func(context.Context, env) error
+	// check, when set, refuses bad values of the command's own flags
+	// before anything is opened, so that an unreachable database does not
+	// hide them.
+	check func(config) error
+	run   func(context.Context, env) error
 }
 
 // sealFlags are the flags of the commands that take the seal keys.
@@ -62,11 +66,11 @@ var commands = byName([]commandSpec{
 		flags: []string{"scope", "stuck-after", "failing-attempts", "limit", "after", "all"}, run: list},
 	{name: "store", summary: "resolve a record by storing its outcome (the side effect happened)",
 		flags: append([]string{"scope", "key", "token", "result", "kind"}, sealFlags...), required: []string{"scope", "key", "token", "result"},
-		sealed: true, run: storeOutcome},
+		sealed: true, check: checkStore, run: storeOutcome},
 	{name: "reseal", summary: "seal stored results in clear or under an old key with the current key, in batches",
 		flags: append([]string{"dry-run", "batch"}, sealFlags...), sealed: true, needsKey: true, run: reseal},
 	{name: "release", summary: "resolve a record by releasing it (the call must run again)",
-		flags: []string{"scope", "key", "token", "note"}, required: []string{"scope", "key", "token", "note"}, run: release},
+		flags: []string{"scope", "key", "token", "note"}, required: []string{"scope", "key", "token", "note"}, check: checkRelease, run: release},
 	{name: "scope show", summary: "a scope's expiry and its records by state",
 		flags: []string{"scope"}, required: []string{"scope"}, run: scopeShow},
 	{name: "scope extend", summary: "set a live scope's expiry to now + -ttl",
@@ -79,7 +83,7 @@ var commands = byName([]commandSpec{
 	{name: "key", summary: "print a call's key and downstream key from -scope, -tool and -args",
 		flags: []string{"scope", "tool", "args", "args-file", "id"}, required: []string{"scope", "tool"}, noDB: true, run: key},
 	{name: "ready", summary: "check that the role has every privilege -access needs, and the schema is migrated",
-		flags: []string{"access"}, rawPool: true, run: ready},
+		flags: []string{"access"}, rawPool: true, check: checkReady, run: ready},
 })
 
 func byName(specs []commandSpec) map[string]commandSpec {
@@ -131,6 +135,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e := env{cfg: cfg, stdin: stdin, stdout: stdout}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
+	if spec.check != nil {
+		if err := spec.check(cfg); err != nil {
+			return fail(stderr, cfg.command, err, cfg, false)
+		}
+	}
 	if !spec.noDB {
 		if err := schema.Validate(cfg.schema); err != nil {
 			var ie *contract.InputError

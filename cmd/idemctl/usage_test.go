@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,4 +144,71 @@ func TestKeyPrintsTheCallsKeyAndDownstreamKey(t *testing.T) {
 		exitUsage, "duplicate")
 	requireOneLineFailure(t, runCtl("key", "-scope", "run-1", "-tool", "t", "-args", "{}", "-args-file", "x"),
 		exitUsage, "give -args or -args-file, not both")
+}
+
+// -yes=false is a no: scope delete is refused before anything runs, as
+// without -yes, rather than deleting the scope.
+func TestScopeDeleteWithYesFalseIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, yes := range []string{"-yes=false", "-yes=0", "-yes=f"} {
+		requireUsage(t, runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "scope", "delete", "-scope", "run-1", yes),
+			"scope delete needs -yes")
+	}
+}
+
+// A file flag naming a directory is a bad value: exit status 2 and its
+// name as a bounded prefix, not a read failure that repeats the whole
+// path; and arguments over the limit name MaxArgBytes, the limit they
+// broke.
+func TestArgsFileThatIsADirectoryOrTooLargeIsAUsageErrorNamingTheProblem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	deep := dir
+	for range 30 { // about 3 KB, under PATH_MAX
+		deep = filepath.Join(deep, strings.Repeat("d", 100))
+	}
+	require.NoError(t, os.MkdirAll(deep, 0o700))
+	for _, d := range []string{dir, deep} {
+		r := runCtl("key", "-scope", "s", "-tool", "t", "-args-file", d)
+		requireOneLineFailure(t, r, exitUsage, "is a directory")
+		require.Contains(t, r.stderr, "-args-file "+strconv.Quote(d[:min(len(d), 64)]))
+		require.Less(t, len(r.stderr), 300)
+	}
+	big := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(big, []byte(`"`+strings.Repeat("x", 1<<20)+`"`), 0o600))
+	requireOneLineFailure(t, runCtl("key", "-scope", "s", "-tool", "t", "-args-file", big), exitUsage, "limit MaxArgBytes is 1048576")
+}
+
+// A -seal-keys-file that is no key file (a device, a huge file named by
+// mistake) is refused after a bounded read, not read whole: /dev/zero
+// would never end.
+func TestSealKeysFileIsReadBounded(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{"/dev/zero": "over 1048576 bytes: not a key file", "/": "is a directory"} {
+		r := runCtl("-database-url", "postgres://u:p@127.0.0.1:1/db", "reseal", "-seal-keys-file", name, "-seal-current", "1")
+		requireOneLineFailure(t, r, exitUsage, "-seal-keys-file "+strconv.Quote(name)+": "+want)
+	}
+}
+
+// A bad -key, -kind or -access is refused (exit status 2, one line naming
+// it) before the database is opened: a database that cannot be reached
+// does not hide it behind exit status 1.
+func TestBadValuesAreRefusedBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "postgres://u:p@" + l.Addr().String() + "/db"
+	require.NoError(t, l.Close())
+	key := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"release", "-scope", "s", "-key", "abc", "-token", "1", "-note", "x"}, `release: invalid -key "abc"`},
+		{[]string{"store", "-scope", "s", "-key", "zz", "-token", "1", "-result", "-"}, `store: invalid -key "zz"`},
+		{[]string{"store", "-scope", "s", "-key", key, "-token", "1", "-result", "-", "-kind", "maybe"}, `store: invalid -kind "maybe"`},
+		{[]string{"ready", "-access", "root"}, `ready: invalid -access "root"`},
+	} {
+		requireOneLineFailure(t, runCtl(append([]string{"-database-url", url}, tc.args...)...), exitUsage, tc.want)
+	}
 }

@@ -5,8 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
+	"strings"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
 
@@ -39,10 +44,52 @@ type options struct {
 	verbose bool
 }
 
-// parseFlags reads the command line. Errors (and -h) are written to stderr.
+// durationValue is a duration flag whose bad value is reported as a
+// bounded prefix (contract.Quote): the flag package would repeat all of it.
+type durationValue struct {
+	name   string
+	target *time.Duration
+	bad    *string
+}
+
+func (v durationValue) String() string {
+	if v.target == nil {
+		return ""
+	}
+	return v.target.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		*v.bad = fmt.Sprintf("invalid -%s %s: want a duration such as 30m or 1h", v.name, contract.Quote(s))
+		return err
+	}
+	*v.target = d
+	return nil
+}
+
+// flagProblem is what is wrong with a command line the flag package
+// refused, in one line that repeats at most a bounded prefix of a value.
+func flagProblem(err error, bad string) string {
+	if bad != "" {
+		return bad
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + contract.Quote(name)
+	}
+	return contract.Quote(msg)
+}
+
+// parseFlags reads the command line. Errors, each one line, and -h are
+// written to stderr.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("mcpproxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's own messages repeat values in full and add the
+	// whole usage: flagProblem says what is wrong instead, and -h prints
+	// the usage.
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: mcpproxy [flags] -- COMMAND [ARGS...]   (upstream MCP server over stdio)
        mcpproxy [flags] -upstream-url URL       (upstream over streamable HTTP)
@@ -55,7 +102,9 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	}
 	var o options
 	fs.StringVar(&o.listen, "listen", "", "serve clients over streamable HTTP at this address (http://ADDR/mcp), for example 127.0.0.1:8931; default: stdio")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", defaultSessionTimeout,
+	var bad string
+	o.sessionTimeout = defaultSessionTimeout
+	fs.Var(durationValue{name: "session-timeout", target: &o.sessionTimeout, bad: &bad}, "session-timeout",
 		"with -listen: close an HTTP session idle this long (its calls' outcomes stay stored; a client that names its scope still replays them); 0: never")
 	fs.StringVar(&o.upstreamURL, "upstream-url", "", "the upstream MCP server's streamable HTTP endpoint, instead of a command")
 	fs.StringVar(&o.databaseURL, "database-url", "",
@@ -64,8 +113,20 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	fs.BoolVar(&o.verbose, "v", false, "log every replay, miss and claim, and the MCP server's sessions (default: warnings only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
 			return options{}, err
 		}
+		fmt.Fprintln(stderr, "mcpproxy: "+flagProblem(err, bad))
+		return options{}, errUsage
+	}
+	if err := schema.Validate(o.schema); err != nil {
+		problem := err.Error()
+		var ie *contract.InputError
+		if errors.As(err, &ie) {
+			problem = ie.Problem
+		}
+		fmt.Fprintln(stderr, "mcpproxy: invalid -schema: "+problem)
 		return options{}, errUsage
 	}
 	o.command = fs.Args()
@@ -79,6 +140,21 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	case o.sessionTimeout < 0:
 		fmt.Fprintln(stderr, "mcpproxy: -session-timeout must not be negative")
 		return options{}, errUsage
+	}
+	// Checked now, not once the upstream command runs and the store is
+	// open: a bad value is a usage error, said with a bounded prefix.
+	if o.listen != "" {
+		if _, _, err := net.SplitHostPort(o.listen); err != nil {
+			fmt.Fprintf(stderr, "mcpproxy: invalid -listen %s: want HOST:PORT, such as 127.0.0.1:8931\n", contract.Quote(o.listen))
+			return options{}, errUsage
+		}
+	}
+	if o.upstreamURL != "" {
+		if u, err := url.Parse(o.upstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// Not repeated: the URL may hold a password or a token.
+			fmt.Fprintln(stderr, "mcpproxy: invalid -upstream-url: want an http:// or https:// URL with a host (the URL is not repeated: it may hold a password)")
+			return options{}, errUsage
+		}
 	}
 	return o, nil
 }

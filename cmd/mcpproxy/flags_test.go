@@ -56,3 +56,60 @@ func TestUpstreamThatCannotStartIsAnError(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// A bad flag or value is said in one line that repeats at most a bounded
+// prefix of the value (the flag package would repeat all of it, then the
+// whole usage), and is exit status 2; -h still prints the usage.
+func TestBadFlagsAreOneBoundedLine(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("B", 1<<20)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-session-timeout", huge, "--", "server"}, `mcpproxy: invalid -session-timeout "BBBB`},
+		{[]string{"-session-timeout", "soon", "--", "server"}, `mcpproxy: invalid -session-timeout "soon": want a duration`},
+		{[]string{"-" + huge, "--", "server"}, `mcpproxy: unknown flag "-BBBB`},
+		{[]string{"-v=" + huge, "--", "server"}, `mcpproxy: "invalid boolean value`},
+		{[]string{"-session-timeout"}, `mcpproxy: "flag needs an argument: -session-timeout"`},
+		{[]string{"-schema", "Bad", "--", "server"}, `mcpproxy: invalid -schema: "Bad" does not match`},
+		{[]string{"-schema", huge, "--", "server"}, `mcpproxy: invalid -schema: "BBBB`},
+		{[]string{"-schema", "", "--", "server"}, `mcpproxy: invalid -schema: empty`},
+		{[]string{"-listen", huge, "--", "server"}, `mcpproxy: invalid -listen "BBBB`},
+		{[]string{"-listen", "8931", "--", "server"}, `mcpproxy: invalid -listen "8931": want HOST:PORT`},
+		{[]string{"-upstream-url", "ftp://u:s3cret@host/mcp"}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
+		{[]string{"-upstream-url", "::" + huge}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
+		{[]string{"-upstream-url", "http:///mcp"}, `mcpproxy: invalid -upstream-url: want an http:// or https:// URL`},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(tc.args, &stderr)
+		require.ErrorIs(t, err, errUsage)
+		require.Equal(t, 2, exitStatus(err, io.Discard))
+		require.True(t, strings.HasPrefix(stderr.String(), tc.want), "%.200q", stderr.String())
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %.200q", stderr.String())
+		require.Less(t, stderr.Len(), 300)
+		require.NotContains(t, stderr.String(), "s3cret")
+	}
+	var stderr bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Zero(t, exitStatus(err, io.Discard))
+	require.Contains(t, stderr.String(), "usage: mcpproxy")
+	require.Contains(t, stderr.String(), "-session-timeout")
+	require.Contains(t, stderr.String(), "(default 1h0m0s)")
+}
+
+// A failure after the flags (pgx lists each address it tried on a line of
+// its own) is one line on stderr, and exit status 1.
+func TestFailuresAreOneLine(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"-database-url", "postgres://u:s3cret@127.0.0.1:1/db", "--", "server"},
+		io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, io.Discard)
+	require.Error(t, err)
+	require.Equal(t, 1, exitStatus(err, &stderr))
+	require.True(t, strings.HasPrefix(stderr.String(), "mcpproxy: "), stderr.String())
+	require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+	require.Contains(t, stderr.String(), "connection refused")
+	require.NotContains(t, stderr.String(), "s3cret")
+}

@@ -24,22 +24,35 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/idemstore/idemstore/internal/oneline"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// maxLine bounds the line a failure prints: what the driver or the
+// upstream says is not ours to quote value by value.
+const maxLine = 2000
+
+// exitStatus is the exit status of run's error: 0 done (or -h), 2 called
+// wrongly (parseFlags has said why), else 1, with err printed on stderr as
+// one bounded line (pgx lists each address it tried on a line of its own).
+func exitStatus(err error, stderr io.Writer) int {
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "mcpproxy:", err)
-		os.Exit(1)
+		return 2
 	}
+	fmt.Fprintln(stderr, "mcpproxy: "+oneline.Cut(oneline.Fold(err), maxLine))
+	return 1
 }

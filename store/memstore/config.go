@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -108,12 +109,27 @@ func (c *Config) validate(raw *Config) error {
 		return &contract.ConfigError{Config: configName, Field: "Sealer", Problem: "holds no key: make it with seal.New"}
 	}
 	l := c.Limits.WithDefaults()
-	largest := int64(RecordOverheadBytes + l.MaxScopeBytes + l.MaxToolBytes + l.MaxResultBytes)
+	overhead := RecordOverheadBytes
 	if c.Sealer.Current() != 0 {
-		largest += seal.Overhead
+		overhead += seal.Overhead
 	}
+	largest := sumBytes(overhead, l.MaxScopeBytes, l.MaxToolBytes, l.MaxResultBytes)
 	if c.MaxBytes < largest {
 		return &contract.ConfigError{Config: configName, Field: "MaxBytes", Problem: fmt.Sprintf("%d cannot hold one record of the largest accepted size (%d bytes)", c.MaxBytes, largest)}
 	}
 	return nil
+}
+
+// sumBytes adds sizes, saturating at math.MaxInt64: limits near math.MaxInt
+// must not wrap around to a small (or negative) total that any MaxBytes
+// seems to hold.
+func sumBytes(sizes ...int) int64 {
+	var total int64
+	for _, n := range sizes {
+		if int64(n) > math.MaxInt64-total {
+			return math.MaxInt64
+		}
+		total += int64(n)
+	}
+	return total
 }

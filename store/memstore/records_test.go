@@ -87,6 +87,10 @@ func TestNewRejectsNonsenseConfig(t *testing.T) {
 		"negative tool limit":    {Limits: store.Limits{MaxToolBytes: -1}},
 		"bytes below one record": {MaxBytes: contract.DefaultMaxResultBytes},
 		"ttl over MaxDuration":   {DefaultScopeTTL: math.MaxInt64},
+		// The largest record's size must not wrap around past
+		// math.MaxInt64 into a size the default MaxBytes holds.
+		"result limit of MaxInt":          {Limits: store.Limits{MaxResultBytes: math.MaxInt}},
+		"scope and tool limits of MaxInt": {Limits: store.Limits{MaxScopeBytes: math.MaxInt, MaxToolBytes: math.MaxInt}},
 	} {
 		_, err := memstore.New(&cfg)
 		var ce *store.ConfigError

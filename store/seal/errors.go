@@ -47,6 +47,8 @@ const (
 	problemTampered = "authentication failed: the result was changed, or moved from another record " +
 		"(its scope, key, fingerprint or outcome kind differ from those it was sealed for)"
 	problemShort = "too short to be a sealed result"
+	// problemNoKeyID: the header names key id 0, which no key has.
+	problemNoKeyID = "names key id 0, which no key has (it is reserved): the result was changed, or never sealed"
 )
 
 // problemPlaintext is the problem of a result stored in clear where

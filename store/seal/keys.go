@@ -43,7 +43,7 @@ func ParseKeys(text string) (map[KeyID][]byte, error) {
 		}
 		id, err := ParseKeyID(idText)
 		if err != nil {
-			return nil, bad(n, "bad key id "+contract.Quote(idText)+": want a whole number from 1 to 4294967295")
+			return nil, bad(n, "bad key id "+showID(idText)+": want a whole number from 1 to 4294967295")
 		}
 		if _, dup := keys[id]; dup {
 			return nil, bad(n, fmt.Sprintf("key id %d appears twice", id))
@@ -60,11 +60,28 @@ func ParseKeys(text string) (map[KeyID][]byte, error) {
 	return keys, nil
 }
 
-// ParseKeyID reads a key id written in decimal (1 or more).
+// maxShownID is the longest bad key id an error repeats: an id has at most
+// 10 digits, and a longer one is likely key material (an entry written
+// KEY:ID, a key given as the current key's id), which an error must not
+// repeat.
+const maxShownID = 12
+
+// showID is a bad key id as an error shows it: quoted when short, else
+// only its length.
+func showID(text string) string {
+	if len(text) > maxShownID {
+		return fmt.Sprintf("(%d bytes, not shown: too long for a key id, maybe a key)", len(text))
+	}
+	return contract.Quote(text)
+}
+
+// ParseKeyID reads a key id written in decimal (1 or more). A bad one gives
+// a *contract.InputError that repeats it only when it is too short to be
+// key material.
 func ParseKeyID(text string) (KeyID, error) {
 	n, err := strconv.ParseUint(strings.TrimSpace(text), 10, 32)
 	if err != nil || n == 0 {
-		return 0, &contract.InputError{Field: "key id", Problem: contract.Quote(text) + " is not a whole number from 1 to 4294967295"}
+		return 0, &contract.InputError{Field: "key id", Problem: showID(text) + " is not a whole number from 1 to 4294967295"}
 	}
 	return KeyID(n), nil
 }

@@ -62,3 +62,33 @@ func TestParseKeyID(t *testing.T) {
 		require.ErrorIs(t, err, contract.ErrInvalidInput, s)
 	}
 }
+
+// A key given where its id goes (IDEMSTORE_SEAL_CURRENT set to the key) is
+// refused without being repeated.
+func TestParseKeyIDNeverRepeatsAKey(t *testing.T) {
+	t.Parallel()
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	_, err := seal.ParseKeyID(key)
+	require.ErrorIs(t, err, contract.ErrInvalidInput)
+	require.Contains(t, err.Error(), "(44 bytes, not shown")
+	require.NotContains(t, err.Error(), key[:20])
+	_, err = seal.ParseKeyID("two")
+	require.ErrorContains(t, err, `"two" is not a whole number`)
+}
+
+// An entry written the wrong way round (KEY:ID) has the key where the id
+// should be: the error names the entry, and does not repeat the key as a
+// bad id.
+func TestParseKeysNeverRepeatsAKeyWrittenBeforeItsID(t *testing.T) {
+	t.Parallel()
+	good := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	for _, text := range []string{good + ":1", "1:" + good + "\n" + good + ":2", good[:20] + ":" + good[20:]} {
+		_, err := seal.ParseKeys(text)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, text)
+		require.Contains(t, ie.Problem, "bad key id (")
+		require.Contains(t, ie.Problem, "bytes, not shown")
+		require.NotContains(t, err.Error(), good[:20])
+		require.NotContains(t, err.Error(), good[20:])
+	}
+}

@@ -156,7 +156,7 @@ func (s *Sealer) String() string {
 		return "seal.Sealer(none)"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "seal.Sealer(current key %d; keys %s", s.current, idList(s.KeyIDs()))
+	fmt.Fprintf(&b, "seal.Sealer(current key %d; keys %s", s.current, orNone(idList(s.KeyIDs())))
 	if s.refusePlaintext {
 		b.WriteString("; plaintext refused")
 	}
@@ -201,6 +201,11 @@ func (s *Sealer) Open(dst []byte, b Binding, sealed []byte) ([]byte, error) {
 	id, ok := KeyIDOf(sealed)
 	if !ok {
 		return nil, &OpenError{Scope: b.Scope, Key: b.Key, Problem: fmt.Sprintf("%s: %d bytes, a sealed result has at least %d", problemShort, len(sealed), Overhead)}
+	}
+	if id == 0 {
+		// No Sealer seals under id 0 (New refuses it): the header was
+		// changed, or the bytes were never sealed.
+		return nil, &OpenError{Scope: b.Scope, Key: b.Key, Problem: problemNoKeyID}
 	}
 	var aead cipher.AEAD
 	if s != nil {

@@ -112,9 +112,12 @@ func TestEveryFlippedBitIsRefused(t *testing.T) {
 			require.ErrorIs(t, err, seal.ErrSealed, "byte %d bit %d", i, bit)
 			var oe *seal.OpenError
 			require.ErrorAs(t, err, &oe)
-			if i < 4 {
+			switch {
+			case i < 4 && oe.KeyID == 0:
+				require.Contains(t, oe.Problem, "names key id 0, which no key has", "a changed header names the reserved id")
+			case i < 4:
 				require.Contains(t, oe.Problem, "which this process does not hold", "a changed header names a key nobody has")
-			} else {
+			default:
 				require.Equal(t, seal.KeyID(1), oe.KeyID)
 				require.Contains(t, oe.Problem, "authentication failed")
 			}
@@ -264,4 +267,22 @@ func TestPrintingASealerShowsNoKey(t *testing.T) {
 		require.NotContains(t, out, base64.StdEncoding.EncodeToString(key), format)
 		require.NotContains(t, out, string(key), format)
 	}
+}
+
+// A result whose header names key id 0 (reserved: no key has it) is
+// refused as changed, not with advice to add key 0, which New refuses;
+// a Sealer that is not made by New holds no key and says so.
+func TestResultUnderKeyIDZeroIsRefusedAsChanged(t *testing.T) {
+	t.Parallel()
+	s := newSealer(t, seal.Config{Current: 1, Keys: map[seal.KeyID][]byte{1: newKey(t)}})
+	b := binding()
+	sealed, err := s.Seal(nil, b, []byte("x"))
+	require.NoError(t, err)
+	copy(sealed, []byte{0, 0, 0, 0})
+	for _, opener := range []*seal.Sealer{s, nil, {}} {
+		_, err = opener.Open(nil, b, sealed)
+		requireOpenError(t, err, b, 0, "names key id 0, which no key has")
+		require.NotContains(t, err.Error(), "add that key")
+	}
+	require.Equal(t, "seal.Sealer(current key 0; keys none)", (&seal.Sealer{}).String())
 }
