@@ -125,3 +125,24 @@ func TestABadPrincipalIsTheServicesFault(t *testing.T) {
 		"the longest principal and the longest key fit the store's scope together")
 	require.Equal(t, int64(1), h.runs.Load())
 }
+
+func TestWrapNilAnswers500AndClaimsNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		m := newMiddleware(t, b.st, nil)
+		var typed http.HandlerFunc
+		for name, next := range map[string]http.Handler{"nil": nil, "typed nil": typed} {
+			srv := serve(t, m, next)
+			a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+			require.Equal(t, http.StatusInternalServerError, a.Status, name)
+			require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code, name)
+		}
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "no claim is left behind")
+
+		h := &orders{}
+		srv := serve(t, m, h)
+		require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
+		require.Equal(t, int64(1), h.runs.Load())
+	})
+}
