@@ -162,9 +162,12 @@ func (c call) key(k keyhash.Sum) {
 // WrapCallStore returns st with a span per operation ("Claim idemstore",
 // kind client, the database client conventions' attributes) and its
 // duration in db.client.operation.duration. Give the result to the
-// executor (or runtime.Config.Store) instead of st. A nil st is refused
-// with a *contract.ConfigError.
+// executor (or runtime.Config.Store) instead of st. A nil st, or a nil
+// in, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (store.CallStore, error) {
+	if in == nil {
+		return nil, nilInstrumentation("idemotel.WrapCallStore")
+	}
 	if isNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapCallStore", Field: "store", Problem: "nil"}
 	}
@@ -174,12 +177,23 @@ func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (
 // WrapStore is WrapCallStore for a whole store: scope maintenance gets
 // spans too, RemoveExpired's removals count in idemstore.cleanup.removed,
 // and Stats is passed through. The wrapper does not implement
-// store.Inspector: operators' calls go to the store itself.
+// store.Inspector: operators' calls go to the store itself. A nil st, or
+// a nil in, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.Store, error) {
+	if in == nil {
+		return nil, nilInstrumentation("idemotel.WrapStore")
+	}
 	if isNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapStore", Field: "store", Problem: "nil"}
 	}
 	return &wholeStore{callStore: callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, whole: st}, nil
+}
+
+// nilInstrumentation refuses a nil *Instrumentation (one whose New error
+// was ignored): the wrapper would panic on its first operation, far from
+// the mistake.
+func nilInstrumentation(config string) error {
+	return &contract.ConfigError{Config: config, Field: "in", Problem: "nil *Instrumentation"}
 }
 
 // isNil reports whether v is nil or an interface holding a nil pointer
