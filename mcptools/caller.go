@@ -34,7 +34,9 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 	return &Caller{session: session}, nil
 }
 
-// Execute calls the server's tool call.Tool with call.Args. The request's
+// Execute calls the server's tool call.Tool with call.Args. Arguments
+// that are not valid JSON are refused with a *contract.ArgumentsError, and
+// nothing is sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
 // idempotent call, and what WithCallParams put in ctx; the invocation id and
 // the provider call id stay local.
@@ -53,6 +55,23 @@ func (c *Caller) Execute(ctx context.Context, call executor.Call) (executor.Resu
 func (c *Caller) call(ctx context.Context, name string, call executor.Call) (executor.Result, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return executor.Result{}, err
+	}
+	if c == nil || c.session == nil {
+		return executor.Result{}, &contract.InputError{Field: "caller", Problem: "no session (make a Caller with NewCaller)"}
+	}
+	if len(call.Args) > 0 {
+		// The SDK fails to marshal invalid JSON before sending, with an
+		// error that would read as a call whose outcome is unknown: nothing
+		// was sent, and the arguments are what is wrong.
+		var v json.RawMessage
+		if err := json.Unmarshal(call.Args, &v); err != nil {
+			offset := -1
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				offset = int(se.Offset)
+			}
+			return executor.Result{}, &contract.ArgumentsError{Problem: "not valid JSON", Offset: offset}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run.
