@@ -118,9 +118,19 @@ type call struct {
 	id    opID
 	span  trace.Span
 	begin time.Time
+	skip  bool // a nil context: no span, no measurement
 }
 
+// noSpan is the span of an operation called with a nil context.
+var noSpan = trace.SpanFromContext(context.Background())
+
 func (t *storeTel) start(ctx context.Context, id opID, scope string) (context.Context, call) {
+	if ctx == nil {
+		// Passed on nil, for the store to refuse (contract.CheckContext):
+		// a span would make it a context (the SDK's tracer), or panic (the
+		// no-op tracer). Nothing is measured.
+		return nil, call{t: t, id: id, span: noSpan, skip: true}
+	}
 	o := &t.ops[id]
 	ctx, span := t.in.tracer.Start(ctx, o.spanName, o.start...)
 	if scope != "" && span.IsRecording() {
@@ -136,6 +146,9 @@ func (c call) recording() bool { return c.span.IsRecording() }
 // end ends the span and records the duration. ErrNotFound is an answer,
 // not a failure.
 func (c call) end(ctx context.Context, err error) {
+	if c.skip {
+		return
+	}
 	took := time.Since(c.begin).Seconds()
 	o := &c.t.ops[c.id]
 	if err == nil || errors.Is(err, store.ErrNotFound) {
