@@ -2,8 +2,10 @@ package mcptools_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -97,4 +99,20 @@ func TestCallerRefusesInvalidArgumentsWithoutSendingThem(t *testing.T) {
 	require.NoError(t, err, "a good call still works")
 	require.False(t, res.Failed)
 	require.Equal(t, 1, calls)
+}
+
+func TestErrorsQuoteAHugeToolNameAsABoundedPrefix(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("t", 1<<20)
+	require.Less(t, len((&mcptools.NeedsInputError{Tool: huge}).Error()), 1024, "and a nil Result does not panic")
+
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[]`, `{"content":[]}`, &calls))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(testContext(t))
+	cancel()
+	_, err = c.Execute(ctx, executor.Call{Tool: huge})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, len(err.Error()), 1024)
+	require.Zero(t, calls)
 }

@@ -75,7 +75,7 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", name, context.Cause(ctx))
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), context.Cause(ctx))
 	}
 	p := callParamsFrom(ctx)
 	params := &mcp.CallToolParams{
@@ -93,9 +93,9 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
-			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", name, err)
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", contract.Quote(name), err)
 		}
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	if res.NeedsInput() {
 		res.Meta = withoutReserved(res.Meta)
@@ -104,7 +104,7 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	out, err := encodeOutcome(raw, res)
 	if err != nil {
 		// The tool ran, and its result cannot be kept.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
 }
