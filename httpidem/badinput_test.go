@@ -2,7 +2,9 @@ package httpidem_test
 
 import (
 	"io"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -145,4 +147,30 @@ func TestWrapNilAnswers500AndClaimsNothing(t *testing.T) {
 		require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
 		require.Equal(t, int64(1), h.runs.Load())
 	})
+}
+
+func TestAHugeDeclaredBodyLengthIsNotAllocatedUpFront(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	h := &orders{}
+	wrapped := newMiddleware(t, st, &httpidem.Config{MaxBodyBytes: math.MaxInt64}).Wrap(h)
+	for _, declared := range []int64{1 << 50, 1 << 40} {
+		// It panicked (makeslice: len out of range) or allocated the
+		// declared length before a byte of it came.
+		r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+		r.ContentLength = declared
+		r.Header.Set("Idempotency-Key", sfKey("k"))
+		w := httptest.NewRecorder()
+		wrapped.ServeHTTP(w, r)
+		require.Equal(t, http.StatusBadRequest, w.Code, "a body shorter than declared")
+		require.Contains(t, w.Body.String(), httpidem.CodeBodyUnreadable)
+	}
+	require.Zero(t, h.runs.Load())
+
+	r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+	r.Header.Set("Idempotency-Key", sfKey("k"))
+	w := httptest.NewRecorder()
+	wrapped.ServeHTTP(w, r)
+	require.Equal(t, http.StatusCreated, w.Code, "the key is free: a good request runs")
+	require.Contains(t, w.Body.String(), `"request":"{}"`)
 }

@@ -17,6 +17,10 @@ import (
 	"github.com/idemstore/idemstore/store"
 )
 
+// maxPrealloc bounds what reading a request body allocates before its
+// bytes arrive.
+const maxPrealloc = 1 << 20
+
 // outcomeTimeout bounds storing or releasing a response after the handler
 // ran; it runs detached from the client, who may have gone.
 const outcomeTimeout = 10 * time.Second
@@ -191,10 +195,18 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		err  error
 	)
 	if r.ContentLength > 0 {
-		// A declared length within the limit: one exact read (a server
-		// ends the body there).
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
+		// A declared length within the limit: read up to it (a server
+		// ends the body there). The buffer grows with the bytes that
+		// come, from at most maxPrealloc: under a large MaxBodyBytes, a
+		// client declaring a huge length and sending nothing must not
+		// make the server allocate it (or panic: makeslice out of range).
+		buf := bytes.NewBuffer(make([]byte, 0, min(r.ContentLength, maxPrealloc)))
+		var n int64
+		n, err = buf.ReadFrom(io.LimitReader(r.Body, r.ContentLength))
+		if err == nil && n < r.ContentLength {
+			err = io.ErrUnexpectedEOF
+		}
+		body = buf.Bytes()
 	} else {
 		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody))
 	}
