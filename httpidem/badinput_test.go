@@ -128,7 +128,7 @@ func TestABadPrincipalIsTheServicesFault(t *testing.T) {
 	require.Equal(t, int64(1), h.runs.Load())
 }
 
-func TestWrapNilAnswers500AndClaimsNothing(t *testing.T) {
+func TestWrapNilOrOnANilMiddlewareAnswers500AndClaimsNothing(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, b *backend) {
 		m := newMiddleware(t, b.st, nil)
@@ -143,6 +143,11 @@ func TestWrapNilAnswers500AndClaimsNothing(t *testing.T) {
 		require.False(t, found, "no claim is left behind")
 
 		h := &orders{}
+		var nilMiddleware *httpidem.Middleware // New's error ignored
+		a := send(t, serve(t, nilMiddleware, h), http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusInternalServerError, a.Status, "a nil middleware")
+		require.Zero(t, h.runs.Load(), "the handler does not run unprotected")
+
 		srv := serve(t, m, h)
 		require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
 		require.Equal(t, int64(1), h.runs.Load())

@@ -52,8 +52,14 @@ func New(st store.CallStore, cfg *Config) (*Middleware, error) {
 // Wrap returns next behind the middleware. It has the type routers expect
 // of a middleware (func(http.Handler) http.Handler). A nil next (also a
 // typed nil), which has no error to return here, answers every request
-// with 500 (CodeInternal) and logs why, before any record is touched.
+// with 500 (CodeInternal) and logs why, before any record is touched; so
+// does a nil m (New's error ignored), which has no logger.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	if m == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no idempotency middleware for this request.", "")
+		})
+	}
 	if isNil(next) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.cfg.log.LogAttrs(r.Context(), slog.LevelError, "httpidem: Wrap was given a nil handler")
