@@ -56,10 +56,10 @@ var ErrNotStorable = errors.New("httpidem: response not storable")
 // contract.ErrOutcomeUnknown when the read-back could not tell.
 //
 // Outside an idempotent request (no key under AllowMissingKey, a method
-// not covered) CommitTx only commits. A nil tx or st is refused with a
-// *contract.InputError, and nothing is stored.
+// not covered) CommitTx only commits. A nil ctx, tx or st is refused with
+// a *contract.InputError, and nothing is stored.
 func CommitTx[Tx Committer](ctx context.Context, tx Tx, st TxStore[Tx], resp Response) error {
-	if err := checkTxArgs(tx, st); err != nil {
+	if err := checkTxArgs(ctx, tx, st); err != nil {
 		return err
 	}
 	r := runFrom(ctx)
@@ -100,10 +100,10 @@ func CommitTx[Tx Committer](ctx context.Context, tx Tx, st TxStore[Tx], resp Res
 // whether tx committed, and releases the claim if it did not. Prefer
 // CommitTx, which knows. resp's headers are cut to Config.ReplayHeaders;
 // write the same response to w. Outside an idempotent request it does
-// nothing. A nil tx or st is refused with a *contract.InputError, and
-// nothing is stored.
+// nothing. A nil ctx, tx or st is refused with a *contract.InputError,
+// and nothing is stored.
 func CompleteTx[Tx any](ctx context.Context, tx Tx, st TxStore[Tx], resp Response) error {
-	if err := checkTxArgs(tx, st); err != nil {
+	if err := checkTxArgs(ctx, tx, st); err != nil {
 		return err
 	}
 	r := runFrom(ctx)
@@ -116,10 +116,12 @@ func CompleteTx[Tx any](ctx context.Context, tx Tx, st TxStore[Tx], resp Respons
 	})
 }
 
-// checkTxArgs refuses a nil transaction or store (also a typed nil): a
-// method called on it would panic inside the handler.
-func checkTxArgs(tx, st any) error {
+// checkTxArgs refuses a nil context, transaction or store (also a typed
+// nil): a method called on it would panic inside the handler.
+func checkTxArgs(ctx context.Context, tx, st any) error {
 	switch {
+	case ctx == nil:
+		return contract.CheckContext(ctx)
 	case isNil(tx):
 		return &contract.InputError{Field: "tx", Problem: "nil"}
 	case isNil(st):
