@@ -150,6 +150,9 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 		"not JSON":        {ContentType: "text/html", Body: "<html>maintenance</html>"},
 		"no choices":      {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`},
 		"an error at 200": {Body: `{"error":{"message":"upstream failed","type":"server_error"}}`},
+		// Both decoded to an empty message, taken for an empty answer.
+		"a null choice":            {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[null]}`},
+		"a choice with no message": {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -90,6 +90,14 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 			Message: "the completion has no choices", Err: ErrMalformedResponse,
 		}
 	}
+	if !c.Choices[0].JSON.Message.Valid() {
+		// A null choice, or one without a message object, decoded to an
+		// empty message: read on, it would be an empty final answer.
+		return agent.Response{}, &Error{
+			Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
+			Message: "the completion's first choice has no message", Err: ErrMalformedResponse,
+		}
+	}
 	msg := c.Choices[0].Message
 	resp := agent.Response{Text: msg.Content}
 	given := make(map[string]bool, len(msg.ToolCalls))
