@@ -101,7 +101,16 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 	msg := c.Choices[0].Message
 	resp := agent.Response{Text: msg.Content}
 	given := make(map[string]bool, len(msg.ToolCalls))
-	for _, tc := range msg.ToolCalls {
+	for i, tc := range msg.ToolCalls {
+		if tc.ID != "" && given[tc.ID] {
+			// One tool message would answer both calls: the next request
+			// could not say which result is whose.
+			return agent.Response{}, &Error{
+				Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
+				Message: "tool call " + strconv.Itoa(i) + " repeats the id " + contract.Quote(tc.ID) + " of an earlier call",
+				Err:     ErrMalformedResponse,
+			}
+		}
 		given[tc.ID] = true
 	}
 	if resp.Text == "" {

@@ -172,6 +172,18 @@ func TestMadeUpCallIDsNeverCollideWithTheServersOwn(t *testing.T) {
 	}, resp.ToolCalls)
 }
 
+func TestToolCallsSharingAnIDAreAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[
+		{"id":"call_a","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}"}},
+		{"id":"call_a","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"b\"}"}}]},"finish_reason":"tool_calls"}]}`}))
+	_, err := b.ask(t)
+	e := modelError(t, err)
+	require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, "one tool message would have answered both calls")
+	require.True(t, e.Transient)
+	require.Contains(t, e.Message, `repeats the id "call_a"`)
+}
+
 func TestErrorsQuoteHugeValuesAsABoundedPrefix(t *testing.T) {
 	t.Parallel()
 	huge := strings.Repeat("x", 1<<20)
