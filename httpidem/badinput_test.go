@@ -2,7 +2,9 @@ package httpidem_test
 
 import (
 	"io"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -124,4 +126,56 @@ func TestABadPrincipalIsTheServicesFault(t *testing.T) {
 	require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey(strings.Repeat("k", httpidem.DefaultMaxKeyBytes)), `{}`, "X-Tenant", longest).Status,
 		"the longest principal and the longest key fit the store's scope together")
 	require.Equal(t, int64(1), h.runs.Load())
+}
+
+func TestWrapNilOrOnANilMiddlewareAnswers500AndClaimsNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		m := newMiddleware(t, b.st, nil)
+		var typed http.HandlerFunc
+		for name, next := range map[string]http.Handler{"nil": nil, "typed nil": typed} {
+			srv := serve(t, m, next)
+			a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+			require.Equal(t, http.StatusInternalServerError, a.Status, name)
+			require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code, name)
+		}
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "no claim is left behind")
+
+		h := &orders{}
+		var nilMiddleware *httpidem.Middleware // New's error ignored
+		a := send(t, serve(t, nilMiddleware, h), http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusInternalServerError, a.Status, "a nil middleware")
+		require.Zero(t, h.runs.Load(), "the handler does not run unprotected")
+
+		srv := serve(t, m, h)
+		require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
+		require.Equal(t, int64(1), h.runs.Load())
+	})
+}
+
+func TestAHugeDeclaredBodyLengthIsNotAllocatedUpFront(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	h := &orders{}
+	wrapped := newMiddleware(t, st, &httpidem.Config{MaxBodyBytes: math.MaxInt64}).Wrap(h)
+	for _, declared := range []int64{1 << 50, 1 << 40} {
+		// It panicked (makeslice: len out of range) or allocated the
+		// declared length before a byte of it came.
+		r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+		r.ContentLength = declared
+		r.Header.Set("Idempotency-Key", sfKey("k"))
+		w := httptest.NewRecorder()
+		wrapped.ServeHTTP(w, r)
+		require.Equal(t, http.StatusBadRequest, w.Code, "a body shorter than declared")
+		require.Contains(t, w.Body.String(), httpidem.CodeBodyUnreadable)
+	}
+	require.Zero(t, h.runs.Load())
+
+	r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+	r.Header.Set("Idempotency-Key", sfKey("k"))
+	w := httptest.NewRecorder()
+	wrapped.ServeHTTP(w, r)
+	require.Equal(t, http.StatusCreated, w.Code, "the key is free: a good request runs")
+	require.Contains(t, w.Body.String(), `"request":"{}"`)
 }

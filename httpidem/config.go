@@ -113,6 +113,7 @@ type Config struct {
 	// refused.
 	ReplayHeaders []string
 	// ReplayedHeader is the response header set to "true" on a replay.
+	// It may be neither a framing header nor one of ReplayHeaders.
 	// Defaults to DefaultReplayedHeader.
 	ReplayedHeader string
 	// MaxBodyBytes bounds the request body; a longer one gets 413 and
@@ -142,7 +143,8 @@ type Config struct {
 	// Lease is how long a claim stays live without renewal. While the
 	// handler runs it is renewed every RenewEvery; if the server dies, a
 	// retry gets 409 until the lease ends, then runs the handler
-	// (RequestInfo.TakenOver tells it). Defaults to DefaultLease.
+	// (RequestInfo.TakenOver tells it). With the default RenewEvery it
+	// must be at least 3ns. Defaults to DefaultLease.
 	Lease time.Duration
 	// RenewEvery is how often a running handler's lease is renewed; it
 	// must be shorter than Lease. Defaults to Lease/3.
@@ -274,9 +276,16 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 		}
 	}
 	switch {
+	case s.renewEvery <= 0:
+		// Only a default RenewEvery (Lease/3) can be zero: a lease of 1 or
+		// 2ns leaves no interval to renew at, and a zero interval would
+		// crash the renewal timer.
+		return cfgErr("Lease", fmt.Sprintf("%s is too short to be renewed (RenewEvery would be 0)", s.lease))
 	case s.renewEvery >= s.lease:
 		return cfgErr("RenewEvery", fmt.Sprintf("%s is not shorter than the lease (%s)", s.renewEvery, s.lease))
-	case s.maxKey+2 > lim.MaxScopeBytes:
+	// Subtracting from the store's limit, not adding to the key's, so that
+	// a huge MaxKeyBytes cannot overflow past the check.
+	case s.maxKey > lim.MaxScopeBytes-2:
 		return cfgErr("MaxKeyBytes", fmt.Sprintf("%d leaves no room for the principal in the store's MaxScopeBytes (%d): raise the store's limit", s.maxKey, lim.MaxScopeBytes))
 	case s.maxResponse > lim.MaxResultBytes:
 		return cfgErr("MaxResponseBytes", fmt.Sprintf("%d is over the store's MaxResultBytes (%d)", s.maxResponse, lim.MaxResultBytes))
@@ -303,6 +312,22 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 	for _, name := range in.ReplayHeaders {
 		if slices.Contains(framingHeaders, textproto.CanonicalMIMEHeaderKey(name)) {
 			return cfgErr("ReplayHeaders", fmt.Sprintf("%s describes one message's framing and cannot be replayed", contract.Quote(name)))
+		}
+	}
+	// A replay sets ReplayedHeader to "true": on a framing header that
+	// corrupts the response, and on a replayed header it overwrites the
+	// stored value (Content-Type: true).
+	replayed := textproto.CanonicalMIMEHeaderKey(s.replayedHeader)
+	if slices.Contains(framingHeaders, replayed) {
+		return cfgErr("ReplayedHeader", fmt.Sprintf("%s describes one message's framing", contract.Quote(s.replayedHeader)))
+	}
+	rh := in.ReplayHeaders
+	if rh == nil {
+		rh = DefaultReplayHeaders
+	}
+	for _, name := range rh {
+		if textproto.CanonicalMIMEHeaderKey(name) == replayed {
+			return cfgErr("ReplayedHeader", fmt.Sprintf("%s is also in ReplayHeaders: a replay would overwrite the stored value", contract.Quote(s.replayedHeader)))
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package httpidem_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -61,4 +62,44 @@ func TestDefaultsWork(t *testing.T) {
 	m, err := httpidem.New(newMemStore(t), nil)
 	require.NoError(t, err)
 	require.NotNil(t, m.Wrap(nil))
+}
+
+func TestNewRefusesANilStoreEvenATypedNil(t *testing.T) {
+	t.Parallel()
+	var st *memstore.Store // left nil by an ignored constructor error
+	_, err := httpidem.New(st, nil)
+	var ce *contract.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "st", ce.Field)
+}
+
+func TestNewRefusesHugeOrConflictingConfigsInsteadOfFailingLater(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	for name, c := range map[string]struct {
+		cfg   httpidem.Config
+		field string
+	}{
+		// MaxKeyBytes+2 overflowed past the scope check, and every
+		// request got 500.
+		"huge MaxKeyBytes": {httpidem.Config{MaxKeyBytes: math.MaxInt}, "MaxKeyBytes"},
+		// Lease/3 is 0: the renewal ticker panicked, ending the process.
+		"1ns lease": {httpidem.Config{Lease: 1}, "Lease"},
+		"2ns lease": {httpidem.Config{Lease: 2}, "Lease"},
+		// A replay set the stored Content-Type to "true".
+		"replayed header replayed":    {httpidem.Config{ReplayedHeader: "content-type"}, "ReplayedHeader"},
+		"replayed header in own list": {httpidem.Config{ReplayedHeader: "X-Replay", ReplayHeaders: []string{"x-replay"}}, "ReplayedHeader"},
+		// A second Transfer-Encoding corrupted the replay's framing.
+		"replayed header framing": {httpidem.Config{ReplayedHeader: "Transfer-Encoding"}, "ReplayedHeader"},
+	} {
+		_, err := httpidem.New(st, &c.cfg)
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, c.field, ce.Field, name)
+		require.ErrorIs(t, err, contract.ErrInvalidInput, name)
+	}
+	_, err := httpidem.New(st, &httpidem.Config{Lease: 3})
+	require.NoError(t, err, "the shortest lease that can be renewed")
+	_, err = httpidem.New(st, &httpidem.Config{ReplayedHeader: "X-Replayed", ReplayHeaders: []string{}})
+	require.NoError(t, err)
 }

@@ -40,8 +40,11 @@ func (i RequestInfo) DownstreamKey() string { return keyhash.DownstreamKey(i.Sco
 
 // RequestInfoFrom returns the idempotent request the middleware runs the
 // handler for, and false outside one (a method not covered, a request
-// without a key under Config.AllowMissingKey).
+// without a key under Config.AllowMissingKey, a nil ctx).
 func RequestInfoFrom(ctx context.Context) (RequestInfo, bool) {
+	if ctx == nil {
+		return RequestInfo{}, false
+	}
 	st, ok := ctx.Value(runKey{}).(*run)
 	if !ok {
 		return RequestInfo{}, false

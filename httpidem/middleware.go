@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
+
+// maxPrealloc bounds what reading a request body allocates before its
+// bytes arrive.
+const maxPrealloc = 1 << 20
 
 // outcomeTimeout bounds storing or releasing a response after the handler
 // ran; it runs detached from the client, who may have gone.
@@ -30,10 +35,11 @@ type Middleware struct {
 
 // New returns a middleware keeping its records in st (a memstore.Store, a
 // pgstore.Store, or any store.CallStore); nil cfg means the defaults. It
-// refuses a config that makes no sense, or that does not fit st's limits,
-// with a *contract.ConfigError.
+// refuses a nil st (also a typed nil, such as a *memstore.Store left nil by
+// an ignored constructor error), a config that makes no sense, or one that
+// does not fit st's limits, with a *contract.ConfigError.
 func New(st store.CallStore, cfg *Config) (*Middleware, error) {
-	if st == nil {
+	if isNil(st) {
 		return nil, &contract.ConfigError{Config: "httpidem.New", Field: "st", Problem: "nil"}
 	}
 	s, err := settle(cfg, st.Limits())
@@ -44,8 +50,22 @@ func New(st store.CallStore, cfg *Config) (*Middleware, error) {
 }
 
 // Wrap returns next behind the middleware. It has the type routers expect
-// of a middleware (func(http.Handler) http.Handler).
+// of a middleware (func(http.Handler) http.Handler). A nil next (also a
+// typed nil), which has no error to return here, answers every request
+// with 500 (CodeInternal) and logs why, before any record is touched; so
+// does a nil m (New's error ignored), which has no logger.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	if m == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no idempotency middleware for this request.", "")
+		})
+	}
+	if isNil(next) {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m.cfg.log.LogAttrs(r.Context(), slog.LevelError, "httpidem: Wrap was given a nil handler")
+			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no handler for this request.", "")
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.serve(w, r, next)
 	})
@@ -181,10 +201,18 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		err  error
 	)
 	if r.ContentLength > 0 {
-		// A declared length within the limit: one exact read (a server
-		// ends the body there).
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
+		// A declared length within the limit: read up to it (a server
+		// ends the body there). The buffer grows with the bytes that
+		// come, from at most maxPrealloc: under a large MaxBodyBytes, a
+		// client declaring a huge length and sending nothing must not
+		// make the server allocate it (or panic: makeslice out of range).
+		buf := bytes.NewBuffer(make([]byte, 0, min(r.ContentLength, maxPrealloc)))
+		var n int64
+		n, err = buf.ReadFrom(io.LimitReader(r.Body, r.ContentLength))
+		if err == nil && n < r.ContentLength {
+			err = io.ErrUnexpectedEOF
+		}
+		body = buf.Bytes()
 	} else {
 		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody))
 	}
@@ -322,6 +350,19 @@ func (m *Middleware) storeFailed(w http.ResponseWriter, r *http.Request, op stri
 	m.cfg.log.LogAttrs(r.Context(), slog.LevelWarn, "httpidem: store failed", slog.String("op", op), slog.String("error", err.Error()))
 	writeProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable,
 		"The service cannot check this idempotency key now: retry after the time in Retry-After, with the same key.", m.cfg.retryAfterHeader)
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer (or
+// another nil-able kind): calling a method on it would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // withBody gives the handler the body the middleware read, to read again.

@@ -57,7 +57,14 @@ func (r *recorder) WriteHeader(code int) {
 	r.header = make(http.Header, len(r.allowed))
 	for name, vals := range r.w.Header() {
 		if r.allowed[name] {
-			r.header[name] = append([]string(nil), vals...)
+			// Stored as net/http sends them, CR and LF turned to spaces:
+			// the client got that, and a value with a line break would
+			// be a record no replay can decode.
+			kept := make([]string, len(vals))
+			for i, v := range vals {
+				kept[i] = headerNewlineToSpace.Replace(v)
+			}
+			r.header[name] = kept
 		}
 	}
 	if r.through {
@@ -163,6 +170,10 @@ func (r *recorder) finish() {
 		_, _ = r.w.Write(r.body) // a failed write to the client is the client's loss
 	}
 }
+
+// headerNewlineToSpace is what net/http does to a header value's line
+// breaks when it writes the value.
+var headerNewlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
 
 // bodyAllowed reports whether a response with status may have a body.
 func bodyAllowed(status int) bool {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"slices"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Response is a stored response: what a replay sends. Its encoding is the
@@ -79,6 +81,11 @@ func (r Response) Encode() ([]byte, error) {
 			lines++
 		}
 	}
+	// What DecodeResponse would refuse is refused here, so that no record
+	// is stored that every retry fails to replay.
+	if lines > maxHeaderCount {
+		return nil, &EncodingError{Problem: fmt.Sprintf("%d header lines, over the limit of %d", lines, maxHeaderCount), Offset: 3}
+	}
 	slices.Sort(names)
 	b := make([]byte, 0, size)
 	b = append(b, responseVersion)
@@ -86,7 +93,13 @@ func (r Response) Encode() ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(lines))
 	for _, name := range names {
 		cn := textproto.CanonicalMIMEHeaderKey(name)
+		if !isToken(cn) {
+			return nil, &EncodingError{Problem: fmt.Sprintf("header name %s is not a token", contract.Quote(cn)), Offset: len(b)}
+		}
 		for _, v := range r.Header[name] {
+			if !validHeaderValue([]byte(v)) {
+				return nil, &EncodingError{Problem: fmt.Sprintf("a value of header %s holds a control character", cn), Offset: len(b)}
+			}
 			b = binary.AppendUvarint(b, uint64(len(cn)))
 			b = append(b, cn...)
 			b = binary.AppendUvarint(b, uint64(len(v)))

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -126,4 +127,39 @@ func TestFingerprintTellsRequestsApart(t *testing.T) {
 		seen[got] = name
 	}
 	require.Equal(t, fp(base(), "{}"), fp(base(), "{}"), "deterministic")
+}
+
+func TestEncodeRefusesWhatNoReplayCouldDecode(t *testing.T) {
+	t.Parallel()
+	many := make([]string, 1<<12+1)
+	for name, h := range map[string]http.Header{
+		"a line break":     {"Location": {"/a\r\nX-Evil: 1"}},
+		"a NUL":            {"Content-Type": {"a\x00b"}},
+		"not a token":      {"Bad Name": {"v"}},
+		"too many headers": {"Link": many},
+	} {
+		b, err := httpidem.Response{Status: http.StatusCreated, Header: h}.Encode()
+		var ee *httpidem.EncodingError
+		require.ErrorAs(t, err, &ee, "%s: stored, it failed every replay with 500", name)
+		require.Nil(t, b, name)
+	}
+}
+
+func TestAResponseHeaderWithALineBreakIsStoredAsSentAndReplays(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		var runs atomic.Int64
+		srv := serve(t, newMiddleware(t, b.st, nil), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			w.Header().Set("Location", "/orders/1\r\nX-Evil: 1") // net/http sends the line breaks as spaces
+			w.WriteHeader(http.StatusCreated)
+		}))
+		first := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusCreated, first.Status)
+		again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusCreated, again.Status, "the record is not one every retry fails to replay (500): %s", again.Body)
+		require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+		require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"))
+		require.Equal(t, int64(1), runs.Load())
+	})
 }

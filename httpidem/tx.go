@@ -56,8 +56,12 @@ var ErrNotStorable = errors.New("httpidem: response not storable")
 // contract.ErrOutcomeUnknown when the read-back could not tell.
 //
 // Outside an idempotent request (no key under AllowMissingKey, a method
-// not covered) CommitTx only commits.
+// not covered) CommitTx only commits. A nil ctx, tx or st is refused with
+// a *contract.InputError, and nothing is stored.
 func CommitTx[Tx Committer](ctx context.Context, tx Tx, st TxStore[Tx], resp Response) error {
+	if err := checkTxArgs(ctx, tx, st); err != nil {
+		return err
+	}
 	r := runFrom(ctx)
 	if r == nil {
 		return tx.Commit(ctx)
@@ -96,8 +100,12 @@ func CommitTx[Tx Committer](ctx context.Context, tx Tx, st TxStore[Tx], resp Res
 // whether tx committed, and releases the claim if it did not. Prefer
 // CommitTx, which knows. resp's headers are cut to Config.ReplayHeaders;
 // write the same response to w. Outside an idempotent request it does
-// nothing.
+// nothing. A nil ctx, tx or st is refused with a *contract.InputError,
+// and nothing is stored.
 func CompleteTx[Tx any](ctx context.Context, tx Tx, st TxStore[Tx], resp Response) error {
+	if err := checkTxArgs(ctx, tx, st); err != nil {
+		return err
+	}
 	r := runFrom(ctx)
 	if r == nil {
 		return nil
@@ -106,6 +114,20 @@ func CompleteTx[Tx any](ctx context.Context, tx Tx, st TxStore[Tx], resp Respons
 		_, err := st.CompleteTx(ctx, tx, r.info.Claim, out)
 		return err
 	})
+}
+
+// checkTxArgs refuses a nil context, transaction or store (also a typed
+// nil): a method called on it would panic inside the handler.
+func checkTxArgs(ctx context.Context, tx, st any) error {
+	switch {
+	case ctx == nil:
+		return contract.CheckContext(ctx)
+	case isNil(tx):
+		return &contract.InputError{Field: "tx", Problem: "nil"}
+	case isNil(st):
+		return &contract.InputError{Field: "st", Problem: "nil"}
+	}
+	return nil
 }
 
 // storeInTx stores resp under the request's claim with complete (the

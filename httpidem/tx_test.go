@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/httpidem"
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -244,4 +246,59 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// txStoreFunc is a TxStore of a function, for the nil checks.
+type txStoreFunc func(context.Context, nopTx, store.Claim, store.Outcome) (store.Record, error)
+
+func (f txStoreFunc) CompleteTx(ctx context.Context, tx nopTx, c store.Claim, out store.Outcome) (store.Record, error) {
+	return f(ctx, tx, c, out)
+}
+
+// nopTx is a transaction that commits nothing, for the nil checks.
+type nopTx struct{}
+
+func (nopTx) Commit(context.Context) error { return nil }
+
+func TestTxHelpersRefuseANilContextTxOrStoreAndStoreNothing(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	m := newMiddleware(t, st, nil)
+	var errs []error
+	infoOK := true
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		resp := httpidem.Response{Status: http.StatusCreated}
+		var nilStore httpidem.TxStore[nopTx]
+		var nilTx httpidem.Committer
+		var typedTx *nopTx
+		var nilCtx context.Context
+		txSt := txStoreFunc(func(context.Context, nopTx, store.Claim, store.Outcome) (store.Record, error) {
+			return store.Record{}, nil
+		})
+		errs = append(errs,
+			httpidem.CommitTx(ctx, nopTx{}, nilStore, resp),
+			httpidem.CompleteTx(ctx, nopTx{}, nilStore, resp),
+			httpidem.CommitTx[httpidem.Committer](ctx, nilTx, nil, resp),
+			httpidem.CommitTx[*nopTx](ctx, typedTx, nil, resp),
+			httpidem.CommitTx(nilCtx, nopTx{}, txSt, resp),
+			httpidem.CompleteTx(nilCtx, nopTx{}, txSt, resp),
+		)
+		_, ok := httpidem.RequestInfoFrom(nilCtx)
+		infoOK = ok
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	srv := serve(t, m, h)
+	require.Equal(t, http.StatusInternalServerError, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
+	require.Len(t, errs, 6)
+	require.False(t, infoOK, "RequestInfoFrom(nil) panicked")
+	for i, err := range errs {
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, i)
+	}
+	_, err := st.Get(testContext(t), httpidem.Scope("", "k"), keyhash.IDKey("k"))
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing stored")
+	good := send(t, serve(t, m, &orders{}), http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, good.Status, "the claim was released: a good request runs")
+	require.Empty(t, good.Header.Get("Idempotent-Replayed"))
 }

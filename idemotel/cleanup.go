@@ -15,8 +15,14 @@ import (
 //	pgstore.NewCleaner(st, pgstore.CleanerConfig{OnRemoved: tel.CleanupRemoved(st.Schema())})
 //
 // It is safe for concurrent use. A cleaner's own RemoveExpired calls do not
-// go through a wrapped store, so they are counted here and only here.
+// go through a wrapped store, so they are counted here and only here. On a
+// nil *Instrumentation it returns a function that counts nothing: the
+// cleaner calls it in its own goroutine, where a panic would end the
+// process.
 func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
+	if in == nil {
+		return func(int) {}
+	}
 	var set attribute.Set
 	if namespace != "" {
 		set = attribute.NewSet(semconv.DBNamespace(namespace))

@@ -51,8 +51,8 @@ type Instrumentation struct {
 var _ executor.Observer = (*Instrumentation)(nil)
 
 // New returns an Instrumentation over cfg's providers; cfg may be nil.
-// Errors: a negative MaxToolNames (*contract.ConfigError), or the meter
-// refusing an instrument.
+// Errors: a negative MaxToolNames or a typed-nil provider
+// (*contract.ConfigError), or the meter refusing an instrument.
 func New(cfg *Config) (*Instrumentation, error) {
 	var c Config
 	if cfg != nil {
@@ -60,6 +60,14 @@ func New(cfg *Config) (*Instrumentation, error) {
 	}
 	if c.MaxToolNames < 0 {
 		return nil, &contract.ConfigError{Config: "idemotel.Config", Field: "MaxToolNames", Problem: "negative"}
+	}
+	// A typed nil (a provider variable never assigned) is not nil to the
+	// checks below, and its Tracer or Meter method would panic.
+	if c.TracerProvider != nil && isNil(c.TracerProvider) {
+		return nil, &contract.ConfigError{Config: "idemotel.Config", Field: "TracerProvider", Problem: "a nil pointer in a non-nil interface"}
+	}
+	if c.MeterProvider != nil && isNil(c.MeterProvider) {
+		return nil, &contract.ConfigError{Config: "idemotel.Config", Field: "MeterProvider", Problem: "a nil pointer in a non-nil interface"}
 	}
 	if c.MaxToolNames == 0 {
 		c.MaxToolNames = DefaultMaxToolNames

@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/idemotel"
 	"github.com/idemstore/idemstore/store/memstore"
@@ -48,4 +49,31 @@ func TestDefaultsToTheGlobalProvidersAlsoWhenSetLater(t *testing.T) {
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	require.EqualValues(t, 1, count(t, rm, idemotel.MetricCalls, ranOutcome))
+}
+
+func TestNewRefusesTypedNilProvidersInsteadOfPanicking(t *testing.T) {
+	t.Parallel()
+	for field, cfg := range map[string]idemotel.Config{
+		"TracerProvider": {TracerProvider: (*sdktrace.TracerProvider)(nil)},
+		"MeterProvider":  {MeterProvider: (*sdkmetric.MeterProvider)(nil)},
+	} {
+		_, err := idemotel.New(&cfg)
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, field)
+		require.Equal(t, field, ce.Field)
+		require.ErrorIs(t, err, contract.ErrInvalidInput)
+	}
+}
+
+func TestANilInstrumentationIsRefusedOrCountsNothing(t *testing.T) {
+	t.Parallel()
+	var in *idemotel.Instrumentation // New's error ignored
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	_, err = in.WrapStore(st, nil)
+	var ce *contract.ConfigError
+	require.ErrorAs(t, err, &ce, "the wrapper would panic on its first operation")
+	_, err = in.WrapCallStore(st, nil)
+	require.ErrorAs(t, err, &ce)
+	require.NotPanics(t, func() { in.CleanupRemoved("s")(3) }, "a cleaner's goroutine would end the process")
 }

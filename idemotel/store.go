@@ -118,9 +118,19 @@ type call struct {
 	id    opID
 	span  trace.Span
 	begin time.Time
+	skip  bool // a nil context: no span, no measurement
 }
 
+// noSpan is the span of an operation called with a nil context.
+var noSpan = trace.SpanFromContext(context.Background())
+
 func (t *storeTel) start(ctx context.Context, id opID, scope string) (context.Context, call) {
+	if ctx == nil {
+		// Passed on nil, for the store to refuse (contract.CheckContext):
+		// a span would make it a context (the SDK's tracer), or panic (the
+		// no-op tracer). Nothing is measured.
+		return nil, call{t: t, id: id, span: noSpan, skip: true}
+	}
 	o := &t.ops[id]
 	ctx, span := t.in.tracer.Start(ctx, o.spanName, o.start...)
 	if scope != "" && span.IsRecording() {
@@ -136,6 +146,9 @@ func (c call) recording() bool { return c.span.IsRecording() }
 // end ends the span and records the duration. ErrNotFound is an answer,
 // not a failure.
 func (c call) end(ctx context.Context, err error) {
+	if c.skip {
+		return
+	}
 	took := time.Since(c.begin).Seconds()
 	o := &c.t.ops[c.id]
 	if err == nil || errors.Is(err, store.ErrNotFound) {
@@ -162,9 +175,12 @@ func (c call) key(k keyhash.Sum) {
 // WrapCallStore returns st with a span per operation ("Claim idemstore",
 // kind client, the database client conventions' attributes) and its
 // duration in db.client.operation.duration. Give the result to the
-// executor (or runtime.Config.Store) instead of st. A nil st is refused
-// with a *contract.ConfigError.
+// executor (or runtime.Config.Store) instead of st. A nil st, or a nil
+// in, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (store.CallStore, error) {
+	if in == nil {
+		return nil, nilInstrumentation("idemotel.WrapCallStore")
+	}
 	if isNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapCallStore", Field: "store", Problem: "nil"}
 	}
@@ -174,12 +190,23 @@ func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (
 // WrapStore is WrapCallStore for a whole store: scope maintenance gets
 // spans too, RemoveExpired's removals count in idemstore.cleanup.removed,
 // and Stats is passed through. The wrapper does not implement
-// store.Inspector: operators' calls go to the store itself.
+// store.Inspector: operators' calls go to the store itself. A nil st, or
+// a nil in, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.Store, error) {
+	if in == nil {
+		return nil, nilInstrumentation("idemotel.WrapStore")
+	}
 	if isNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapStore", Field: "store", Problem: "nil"}
 	}
 	return &wholeStore{callStore: callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, whole: st}, nil
+}
+
+// nilInstrumentation refuses a nil *Instrumentation (one whose New error
+// was ignored): the wrapper would panic on its first operation, far from
+// the mistake.
+func nilInstrumentation(config string) error {
+	return &contract.ConfigError{Config: config, Field: "in", Problem: "nil *Instrumentation"}
 }
 
 // isNil reports whether v is nil or an interface holding a nil pointer

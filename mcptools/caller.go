@@ -34,7 +34,9 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 	return &Caller{session: session}, nil
 }
 
-// Execute calls the server's tool call.Tool with call.Args. The request's
+// Execute calls the server's tool call.Tool with call.Args. Arguments
+// that are not valid JSON are refused with a *contract.ArgumentsError, and
+// nothing is sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
 // idempotent call, and what WithCallParams put in ctx; the invocation id and
 // the provider call id stay local.
@@ -54,9 +56,26 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	if err := contract.CheckContext(ctx); err != nil {
 		return executor.Result{}, err
 	}
+	if c == nil || c.session == nil {
+		return executor.Result{}, &contract.InputError{Field: "caller", Problem: "no session (make a Caller with NewCaller)"}
+	}
+	if len(call.Args) > 0 {
+		// The SDK fails to marshal invalid JSON before sending, with an
+		// error that would read as a call whose outcome is unknown: nothing
+		// was sent, and the arguments are what is wrong.
+		var v json.RawMessage
+		if err := json.Unmarshal(call.Args, &v); err != nil {
+			offset := -1
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				offset = int(se.Offset)
+			}
+			return executor.Result{}, &contract.ArgumentsError{Problem: "not valid JSON", Offset: offset}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", name, context.Cause(ctx))
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), context.Cause(ctx))
 	}
 	p := callParamsFrom(ctx)
 	params := &mcp.CallToolParams{
@@ -74,9 +93,9 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
-			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", name, err)
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", contract.Quote(name), err)
 		}
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	if res.NeedsInput() {
 		res.Meta = withoutReserved(res.Meta)
@@ -85,7 +104,7 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	out, err := encodeOutcome(raw, res)
 	if err != nil {
 		// The tool ran, and its result cannot be kept.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", name, executor.ErrOutcomeUnknown, err)
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // ErrNeedsInput: the server answered a tools/call with a result that asks
@@ -22,8 +24,12 @@ type NeedsInputError struct {
 }
 
 func (e *NeedsInputError) Error() string {
-	return fmt.Sprintf("mcptools: tool %q needs more input (%d input requests); its result is not stored",
-		e.Tool, len(e.Result.InputRequests))
+	n := 0
+	if e.Result != nil {
+		n = len(e.Result.InputRequests)
+	}
+	return fmt.Sprintf("mcptools: tool %s needs more input (%d input requests); its result is not stored",
+		contract.Quote(e.Tool), n)
 }
 
 // Unwrap makes errors.Is(err, ErrNeedsInput) true.

@@ -28,8 +28,8 @@ type RegisterOptions struct {
 // run replays its MCP calls like local ones.
 //
 // It returns the specs it registered, in the server's order. The specs are
-// checked before any is registered (a name the server lists twice is
-// refused); a name already in reg stops the registration there, with the
+// checked before any is registered (a name the server lists twice, or an
+// empty one, is refused); a name already in reg stops the registration there, with the
 // tools before it registered (see runtime.Registry.Register).
 func Register(ctx context.Context, reg *agent.Registry, session *mcp.ClientSession, opts *RegisterOptions) ([]agent.ToolSpec, error) {
 	if err := contract.CheckContext(ctx); err != nil {
@@ -52,6 +52,11 @@ func Register(ctx context.Context, reg *agent.Registry, session *mcp.ClientSessi
 	specs := make([]agent.ToolSpec, 0, len(tools))
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
+		if t.Name == "" {
+			// Refused here, not by reg.Register: the tools before it would
+			// be registered already.
+			return nil, &agent.ToolError{Tool: t.Name, Err: agent.ErrInvalidToolSpec, Problem: "empty name (the server lists a tool without one)"}
+		}
 		if seen[t.Name] {
 			return nil, fmt.Errorf("mcptools: the server lists the tool %s twice", contract.Quote(t.Name))
 		}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"reflect"
 	"strconv"
 
 	"github.com/idemstore/idemstore/contract"
@@ -125,7 +126,7 @@ func (c Config) validate() error {
 		return &contract.ConfigError{Config: configName, Field: field, Problem: problem}
 	}
 	switch {
-	case c.Model == nil:
+	case isNil(c.Model):
 		return cfgErr("Model", "required")
 	case c.MaxRetries < NoRetries:
 		return cfgErr("MaxRetries", "negative (use NoRetries to disable retries)")
@@ -135,19 +136,33 @@ func (c Config) validate() error {
 		return cfgErr("MaxStepOutput", "negative")
 	}
 	for i, g := range c.QualityGates {
-		if g == nil {
+		if isNil(g) {
 			return cfgErr("QualityGates", "gate "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, m := range c.Fallbacks {
-		if m == nil {
+		if isNil(m) {
 			return cfgErr("Fallbacks", "model "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, o := range c.Observers {
-		if o == nil {
+		if isNil(o) {
 			return cfgErr("Observers", "observer "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	return nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer (or
+// another nil-able kind), such as a *openaimodel.Model left nil by an
+// ignored constructor error: calling its methods would panic mid-run.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

@@ -35,6 +35,11 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"negative step output", &agent.Config{Model: model, MaxStepOutput: -1}, "runtime.Config", "MaxStepOutput"},
 		{"nil gate", &agent.Config{Model: model, QualityGates: []agent.Gate{nil}}, "runtime.Config", "QualityGates"},
 		{"nil observer", &agent.Config{Model: model, Observers: []agent.Observer{nil}}, "runtime.Config", "Observers"},
+		// Typed nils (a model left nil by an ignored constructor error)
+		// passed the checks and panicked mid-run.
+		{"typed nil model", &agent.Config{Model: agent.ModelFunc(nil)}, "runtime.Config", "Model"},
+		{"typed nil fallback", &agent.Config{Model: model, Fallbacks: []agent.Model{agent.ModelFunc(nil)}}, "runtime.Config", "Fallbacks"},
+		{"typed nil gate", &agent.Config{Model: model, QualityGates: []agent.Gate{agent.GateFunc(nil)}}, "runtime.Config", "QualityGates"},
 		{"typed nil store", &agent.Config{Model: model, Store: nilStore}, "executor.New", "store"},
 		{"bad executor tuning", &agent.Config{Model: model, Store: st, Executor: &executor.Config{Lease: -1}}, "executor.Config", "Lease"},
 	} {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Defaults of Config.
@@ -149,9 +151,11 @@ func (c Config) validate() (*url.URL, error) {
 	return u, nil
 }
 
+// quoteOrEmpty quotes s, cut to a bounded prefix (contract.Quote): a
+// scheme of a megabyte must not become a megabyte of error.
 func quoteOrEmpty(s string) string {
 	if s == "" {
 		return "none"
 	}
-	return `"` + s + `"`
+	return contract.Quote(s)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/runtime/openaimodel"
 	"github.com/idemstore/idemstore/runtime/openaimodel/openaitest"
@@ -63,4 +64,20 @@ func TestAPIKeyDefaultsToTheEnvironment(t *testing.T) {
 	_, err = b.model.Complete(context.Background(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
 	require.NoError(t, err)
 	require.Empty(t, b.srv.Requests()[0].Header.Values("Authorization"), "no key, no header: local servers need none")
+}
+
+func TestATypedNilModelIsRefusedByTheRuntime(t *testing.T) {
+	t.Parallel()
+	var nilModel *openaimodel.Model // New's error ignored
+	good, err := openaimodel.New(&openaimodel.Config{Model: "m"})
+	require.NoError(t, err)
+	for field, cfg := range map[string]*agent.Config{
+		"Model":     {Model: nilModel},
+		"Fallbacks": {Model: good, Fallbacks: []agent.Model{nilModel}},
+	} {
+		_, err := agent.New(cfg)
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, "it panicked in the run instead")
+		require.Equal(t, field, ce.Field)
+	}
 }

@@ -18,7 +18,8 @@ import (
 // Sentinels carried in Error.Err, matched with errors.Is.
 var (
 	// ErrMalformedResponse: the endpoint answered 2xx with a body that is not
-	// a chat completion (not JSON, no choices). Transient: a proxy's error
+	// a chat completion (not JSON, no choices, a choice without a message,
+	// two tool calls with one id). Transient: a proxy's error
 	// page or a truncated body says nothing about the next model.
 	ErrMalformedResponse = errors.New("openaimodel: malformed response")
 	// ErrInvalidRequest: the runtime's request cannot be put on the wire (a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/runtime/openaimodel"
 	"github.com/idemstore/idemstore/runtime/openaimodel/openaitest"
@@ -149,6 +150,9 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 		"not JSON":        {ContentType: "text/html", Body: "<html>maintenance</html>"},
 		"no choices":      {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`},
 		"an error at 200": {Body: `{"error":{"message":"upstream failed","type":"server_error"}}`},
+		// Both decoded to an empty message, taken for an empty answer.
+		"a null choice":            {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[null]}`},
+		"a choice with no message": {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -214,4 +218,18 @@ func TestConnectionRefusedIsRetriedThenTransient(t *testing.T) {
 	require.Equal(t, 3, e.Attempts)
 	require.Contains(t, e.Message, "connection refused")
 	require.NotContains(t, e.Message, "http://", "the URL is not repeated")
+}
+
+func TestANilContextIsRefusedWithoutSending(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Answer("ok")))
+	var nilCtx context.Context
+	_, err := b.model.Complete(nilCtx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+	e := modelError(t, err)
+	require.False(t, e.Transient)
+	var ie *contract.InputError
+	require.ErrorAs(t, err, &ie, "it panicked in context.WithTimeoutCause")
+	require.Empty(t, b.srv.Requests())
+	_, err = b.ask(t)
+	require.NoError(t, err, "a good call still works")
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/idemstore/idemstore/contract"
 	agent "github.com/idemstore/idemstore/runtime"
 )
 
@@ -57,8 +58,12 @@ func (m *Model) Name() string { return m.cfg.Name }
 // its decision: the tool calls it asked for (several per turn, each with the
 // provider's call id in Call.ProviderCallID and no InvocationID, so that the
 // idempotency key stays the tool and its canonical arguments), or its
-// answer. Failures are *Error.
+// answer. Failures are *Error; a nil ctx is one, permanent, wrapping a
+// *contract.InputError, and nothing is sent.
 func (m *Model) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	if err := contract.CheckContext(ctx); err != nil {
+		return agent.Response{}, &Error{Model: m.cfg.Name, Message: err.Error(), Err: err}
+	}
 	params, err := m.params(req)
 	if err != nil {
 		return agent.Response{}, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
 )
@@ -33,7 +34,7 @@ func (m *Model) params(req agent.Request) (openai.ChatCompletionNewParams, error
 			// json.Number into strings).
 			var members map[string]json.RawMessage
 			if err := json.Unmarshal(spec.Parameters, &members); err != nil || members == nil {
-				return p, m.invalid("tool " + strconv.Quote(spec.Name) + ": parameters schema is not a JSON object")
+				return p, m.invalid("tool " + contract.Quote(spec.Name) + ": parameters schema is not a JSON object")
 			}
 			fn.Parameters = make(map[string]any, len(members))
 			for k, v := range members {
@@ -78,7 +79,7 @@ func message(msg agent.Message) (openai.ChatCompletionMessageParamUnion, string)
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, ""
 	}
-	return openai.ChatCompletionMessageParamUnion{}, "role " + strconv.Quote(string(msg.Role)) + " is not a chat-completions role"
+	return openai.ChatCompletionMessageParamUnion{}, "role " + contract.Quote(string(msg.Role)) + " is not a chat-completions role"
 }
 
 // response reads the model's decision out of a completion.
@@ -89,8 +90,29 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 			Message: "the completion has no choices", Err: ErrMalformedResponse,
 		}
 	}
+	if !c.Choices[0].JSON.Message.Valid() {
+		// A null choice, or one without a message object, decoded to an
+		// empty message: read on, it would be an empty final answer.
+		return agent.Response{}, &Error{
+			Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
+			Message: "the completion's first choice has no message", Err: ErrMalformedResponse,
+		}
+	}
 	msg := c.Choices[0].Message
 	resp := agent.Response{Text: msg.Content}
+	given := make(map[string]bool, len(msg.ToolCalls))
+	for i, tc := range msg.ToolCalls {
+		if tc.ID != "" && given[tc.ID] {
+			// One tool message would answer both calls: the next request
+			// could not say which result is whose.
+			return agent.Response{}, &Error{
+				Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
+				Message: "tool call " + strconv.Itoa(i) + " repeats the id " + contract.Quote(tc.ID) + " of an earlier call",
+				Err:     ErrMalformedResponse,
+			}
+		}
+		given[tc.ID] = true
+	}
 	if resp.Text == "" {
 		resp.Text = msg.Refusal
 	}
@@ -100,15 +122,21 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		if tc.Type != "function" && (tc.Type != "" || tc.Function.Name == "") {
 			return agent.Response{}, &Error{
 				Model: m.cfg.Name, Status: 200, Attempts: sent,
-				Message: "tool call " + strconv.Itoa(i) + " has type " + strconv.Quote(tc.Type) + "; only function tools are offered",
+				Message: "tool call " + strconv.Itoa(i) + " has type " + contract.Quote(tc.Type) + "; only function tools are offered",
 				Err:     ErrUnsupportedToolCall,
 			}
 		}
 		id := tc.ID
 		if id == "" {
 			// The tool message must name its call; a server that gives no id
-			// gets one made up, unique within the turn.
+			// gets one made up, unique within the turn: not one the server
+			// gave another call ("call_0" beside a call without an id),
+			// which would pair one result with both calls.
 			id = "call_" + strconv.Itoa(i)
+			for n := 1; given[id]; n++ {
+				id = "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(n)
+			}
+			given[id] = true
 		}
 		call := executor.Call{
 			ProviderCallID: id, // the provider's call id: pairs the result, never keys it

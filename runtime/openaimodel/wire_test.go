@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -152,4 +153,54 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+func TestMadeUpCallIDsNeverCollideWithTheServersOwn(t *testing.T) {
+	t.Parallel()
+	// The first call has no id; "call_0" made up for it was the id the
+	// server gave the second, and one tool message answered both.
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[
+		{"type":"function","function":{"name":"send_mail","arguments":"{}"}},
+		{"id":"call_0","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}"}},
+		{"id":"call_0_1","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"b\"}"}}]},"finish_reason":"tool_calls"}]}`}))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, []executor.Call{
+		call("call_0_2", "send_mail", `{}`),
+		call("call_0", "send_mail", `{"to":"a"}`),
+		call("call_0_1", "send_mail", `{"to":"b"}`),
+	}, resp.ToolCalls)
+}
+
+func TestToolCallsSharingAnIDAreAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[
+		{"id":"call_a","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}"}},
+		{"id":"call_a","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"b\"}"}}]},"finish_reason":"tool_calls"}]}`}))
+	_, err := b.ask(t)
+	e := modelError(t, err)
+	require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, "one tool message would have answered both calls")
+	require.True(t, e.Transient)
+	require.Contains(t, e.Message, `repeats the id "call_a"`)
+}
+
+func TestErrorsQuoteHugeValuesAsABoundedPrefix(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", 1<<20)
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant",
+		"tool_calls":[{"id":"c","type":"` + huge + `","function":{"name":"t"}}]},"finish_reason":"tool_calls"}]}`}))
+	_, err := b.ask(t)
+	require.ErrorIs(t, err, openaimodel.ErrUnsupportedToolCall)
+	require.Less(t, len(err.Error()), 1024, "the server's type")
+	for name, req := range map[string]agent.Request{
+		"role":      {Messages: []agent.Message{{Role: agent.Role(huge)}}},
+		"tool name": {Tools: []agent.ToolSpec{{Name: huge, Parameters: json.RawMessage(`[]`)}}},
+	} {
+		_, err := b.model.Complete(context.Background(), req)
+		require.ErrorIs(t, err, openaimodel.ErrInvalidRequest, name)
+		require.Less(t, len(err.Error()), 1024, name)
+	}
+	_, err = openaimodel.New(&openaimodel.Config{Model: "m", BaseURL: huge + "://host/v1"})
+	require.ErrorIs(t, err, openaimodel.ErrInvalidConfig)
+	require.Less(t, len(err.Error()), 1024, "the scheme")
 }

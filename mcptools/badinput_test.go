@@ -1,0 +1,118 @@
+package mcptools_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/mcptools"
+	agent "github.com/idemstore/idemstore/runtime"
+)
+
+// rawServer is an MCP server written by hand, for answers the SDK's server
+// would never give: tools/list answers with the JSON array tools, and
+// tools/call with the JSON result call. It counts the tools/call requests
+// it gets in *calls.
+func rawServer(t *testing.T, tools, call string, calls *int) *mcp.ClientSession {
+	t.Helper()
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(serverIn)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+				continue // a notification
+			}
+			res := `{}`
+			switch m.Method {
+			case "initialize":
+				res = `{"protocolVersion":"` + m.Params.ProtocolVersion + `","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+			case "tools/list":
+				res = `{"tools":` + tools + `}`
+			case "tools/call":
+				*calls++
+				res = call
+			}
+			if _, err := serverOut.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + "}\n")); err != nil {
+				return
+			}
+		}
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil)
+	cs, err := mcptools.Connect(testContext(t), client, &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cs.Close()
+		_ = serverOut.Close()
+		_ = serverIn.Close()
+		<-done
+	})
+	return cs
+}
+
+func TestRegisterRefusesAToolWithoutANameBeforeRegisteringAny(t *testing.T) {
+	t.Parallel()
+	var calls int
+	cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}},{"name":"","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	reg := agent.NewRegistry()
+	_, err := mcptools.Register(testContext(t), reg, cs, nil)
+	var te *agent.ToolError
+	require.ErrorAs(t, err, &te)
+	require.ErrorIs(t, err, agent.ErrInvalidToolSpec)
+	require.Empty(t, reg.Specs(), `"a" was registered before the empty name was refused`)
+}
+
+func TestCallerRefusesInvalidArgumentsWithoutSendingThem(t *testing.T) {
+	t.Parallel()
+	var calls int
+	cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	c, err := mcptools.NewCaller(cs)
+	require.NoError(t, err)
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{"to":`)})
+	var ae *contract.ArgumentsError
+	require.ErrorAs(t, err, &ae, "not a call whose outcome is unknown: nothing was sent")
+	require.NotErrorIs(t, err, executor.ErrOutcomeUnknown)
+	require.Zero(t, calls)
+
+	_, err = (&mcptools.Caller{}).Execute(testContext(t), executor.Call{Tool: "a"})
+	var ie *contract.InputError
+	require.ErrorAs(t, err, &ie, "a Caller not made by NewCaller")
+
+	res, err := c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{"to":"ada"}`)})
+	require.NoError(t, err, "a good call still works")
+	require.False(t, res.Failed)
+	require.Equal(t, 1, calls)
+}
+
+func TestErrorsQuoteAHugeToolNameAsABoundedPrefix(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("t", 1<<20)
+	require.Less(t, len((&mcptools.NeedsInputError{Tool: huge}).Error()), 1024, "and a nil Result does not panic")
+
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[]`, `{"content":[]}`, &calls))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(testContext(t))
+	cancel()
+	_, err = c.Execute(ctx, executor.Call{Tool: huge})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, len(err.Error()), 1024)
+	require.Zero(t, calls)
+}
