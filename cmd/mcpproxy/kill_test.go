@@ -61,7 +61,10 @@ func TestProxyKilledAfterTheCallRanRetryReplaysFromPostgreSQL(t *testing.T) {
 	require.NoError(t, first.Process.Kill())
 	require.Error(t, <-answered, "the client never got the answer")
 	_ = cs.Close() // its connection is gone already
-	require.Error(t, first.Wait(), "killed")
+	// Killed, or already gone: once the client reads EOF it hangs up, and a
+	// proxy whose stdin closes ends by itself, so it may exit (0) before the
+	// kill lands. Either way its process is over before the retry.
+	_ = first.Wait()
 	require.Equal(t, 1, runs(t, runLog, mcptest.ToolSend))
 
 	// The retry, against a new proxy process.
