@@ -138,7 +138,8 @@ func (f *Formation) crash(ctx context.Context, n Node) (err error) {
 		# takes a live pid in postmaster.pid (a zombie's) for a running
 		# server: without the file it sees PostgreSQL down and says so.
 		rm -f %[1]s/postmaster.pid
-		echo "$ctl"`, n.pgdata()))
+		%[2]s
+		echo "$ctl"`, n.pgdata(), n.removeSocketLock()))
 	if err != nil {
 		return fmt.Errorf("pgha: kill the postmaster of %s: %w", n, err)
 	}

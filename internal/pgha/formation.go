@@ -96,6 +96,18 @@ func (n Node) String() string { return fmt.Sprintf("%s(:%d)", n.Name, n.Port) }
 // pgdata is the node's data directory in the container.
 func (n Node) pgdata() string { return "/var/lib/postgresql/" + n.Name }
 
+// removeSocketLock is the shell command that removes the lock file of the
+// node's Unix socket, for a crash to leave what a crashed machine would.
+// The file names the killed postmaster's pid, and a new postmaster refuses
+// to start while a process of that pid lives: the killed one, a zombie
+// until its frozen parent reaps it, or whatever process the container gave
+// the pid to since. pg_autoctl then never started the node again (seen
+// here: "lock file .s.PGSQL.PORT.lock already exists", the formation stuck
+// after the seventh failover).
+func (n Node) removeSocketLock() string {
+	return fmt.Sprintf("rm -f /var/run/postgresql/.s.PGSQL.%d.lock", n.Port)
+}
+
 // nodesURL is the URL of the postgres database on the given ports, without
 // query. The nodes trust connections from 127.0.0.1.
 func nodesURL(ports ...int) string {

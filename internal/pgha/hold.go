@@ -109,7 +109,8 @@ func (h *Hold) Failover(ctx context.Context) (FailoverResult, error) {
 		# Its parent is frozen and cannot reap it: wait for the zombie.
 		until [ "$(awk '{print $3}' /proc/$pm/stat 2>/dev/null || echo Z)" = Z ]; do sleep 0.01; done
 		kill -KILL %[2]d
-		echo $procs`, h.primary.pgdata(), h.walreceiver))
+		%[3]s
+		echo $procs`, h.primary.pgdata(), h.walreceiver, h.primary.removeSocketLock()))
 	if err != nil {
 		return res, fmt.Errorf("pgha: crash %s with replication held: %w", h.primary, err)
 	}
