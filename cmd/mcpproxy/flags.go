@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/oneline"
 	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -42,31 +44,6 @@ type options struct {
 	// verbose logs everything down to the executor's debug lines
 	// (replays, misses, claims); by default only warnings are logged.
 	verbose bool
-}
-
-// durationValue is a duration flag whose bad value is reported as a
-// bounded prefix (contract.Quote): the flag package would repeat all of it.
-type durationValue struct {
-	name   string
-	target *time.Duration
-	bad    *string
-}
-
-func (v durationValue) String() string {
-	if v.target == nil {
-		return ""
-	}
-	return v.target.String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		*v.bad = fmt.Sprintf("invalid -%s %s: want a duration such as 30m or 1h", v.name, contract.Quote(s))
-		return err
-	}
-	*v.target = d
-	return nil
 }
 
 // flagProblem is what is wrong with a command line the flag package
@@ -104,7 +81,8 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	fs.StringVar(&o.listen, "listen", "", "serve clients over streamable HTTP at this address (http://ADDR/mcp), for example 127.0.0.1:8931; default: stdio")
 	var bad string
 	o.sessionTimeout = defaultSessionTimeout
-	fs.Var(durationValue{name: "session-timeout", target: &o.sessionTimeout, bad: &bad}, "session-timeout",
+	fs.Var(oneline.DurationFlag{Name: "session-timeout", Target: &o.sessionTimeout, Min: math.MinInt64,
+		Want: "a duration such as 30m or 1h", Bad: func(p string) { bad = p }}, "session-timeout",
 		"with -listen: close an HTTP session idle this long (its calls' outcomes stay stored; a client that names its scope still replays them); 0: never")
 	fs.StringVar(&o.upstreamURL, "upstream-url", "", "the upstream MCP server's streamable HTTP endpoint, instead of a command")
 	fs.StringVar(&o.databaseURL, "database-url", "",

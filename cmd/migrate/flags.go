@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/oneline"
 	"github.com/idemstore/idemstore/migrations/schema"
 )
 
@@ -38,31 +39,6 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
-
-// durationValue is a positive duration flag whose bad value is reported
-// through contract.Quote (the flag package would repeat all of it).
-type durationValue struct {
-	name   string
-	target *time.Duration
-	bad    *error
-}
-
-func (v durationValue) String() string {
-	if v.target == nil {
-		return ""
-	}
-	return v.target.String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		*v.bad = usagef("invalid -%s %s: want a positive duration such as 30s or 5m", v.name, contract.Quote(s))
-		return *v.bad
-	}
-	*v.target = d
-	return nil
-}
 
 // versionValue is the -to flag: a migration version, 0 or more.
 type versionValue struct {
@@ -101,9 +77,13 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 		"PostgreSQL `URL` or key=value connection string (default $DATABASE_URL); never echoed, it may hold a password")
 	fs.StringVar(&cfg.schema, "schema", schema.Default, "schema that holds idemstore's tables")
 	cfg.connectTimeout, cfg.timeout = defaultConnectTimeout, defaultTimeout
-	fs.Var(durationValue{"connect-timeout", &cfg.connectTimeout, &bad}, "connect-timeout",
+	duration := func(name string, target *time.Duration) oneline.DurationFlag {
+		return oneline.DurationFlag{Name: name, Target: target, Min: time.Nanosecond,
+			Want: "a positive duration such as 30s or 5m", Bad: func(p string) { bad = usagef("%s", p) }}
+	}
+	fs.Var(duration("connect-timeout", &cfg.connectTimeout), "connect-timeout",
 		"give up connecting to the database after this `duration` (each attempt)")
-	fs.Var(durationValue{"timeout", &cfg.timeout, &bad}, "timeout",
+	fs.Var(duration("timeout", &cfg.timeout), "timeout",
 		"give up the whole command after this `duration`, including the wait for a concurrent migration's lock")
 	fs.Var(versionValue{&cfg.to, &cfg.toSet, &bad}, "to",
 		"up: stop after version `N`; down: roll back every migration above N (0: all)")

@@ -1,5 +1,5 @@
-// Package oneline is how the operators' commands (cmd/migrate,
-// cmd/idemctl) say what went wrong with a database: one line an operator
+// Package oneline is how the operators' commands (cmd/migrate, cmd/mcpproxy,
+// cmd/idemctl) say what went wrong with a database or a flag: one line an operator
 // can act on, bounded, without the database URL (it may hold a password).
 package oneline
 

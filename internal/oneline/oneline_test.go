@@ -48,3 +48,23 @@ func TestURLProblemNeverRepeatsTheURL(t *testing.T) {
 	require.NotContains(t, msg, "s3cret")
 	require.True(t, strings.HasPrefix(msg, "malformed database URL"), msg)
 }
+
+// A bad duration flag is one line naming the flag and what it wants, with
+// a bounded prefix of the value; a good one reaches its target.
+func TestDurationFlagSaysABadValueInOneBoundedLine(t *testing.T) {
+	var d time.Duration
+	var problem string
+	f := oneline.DurationFlag{Name: "timeout", Target: &d, Min: time.Nanosecond, Want: "a positive duration",
+		Bad: func(p string) { problem = p }}
+	require.NoError(t, f.Set("90s"))
+	require.Equal(t, 90*time.Second, d)
+	require.Equal(t, "1m30s", f.String())
+	for _, v := range []string{"0s", "-1s", "soon", strings.Repeat("x", 1<<20)} {
+		problem = ""
+		require.Error(t, f.Set(v), v)
+		require.True(t, strings.HasPrefix(problem, "invalid -timeout "), problem)
+		require.True(t, strings.HasSuffix(problem, ": want a positive duration"), problem)
+		require.Less(t, len(problem), 200, "bounded")
+		require.Equal(t, 90*time.Second, d, "a bad value leaves the target as it was")
+	}
+}
