@@ -3,18 +3,27 @@ package executor
 import (
 	"bytes"
 	"hash/maphash"
+	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
-// keyCacheShards spreads the cache over independently locked maps.
-const keyCacheShards = 16
-
 // maxCachedArgBytes bounds the arguments a cache entry may hold: larger ones
 // are rare, and their canonicalization is not where the time goes.
 const maxCachedArgBytes = 16 << 10
+
+// keyCacheSlotBytes is the budget per slot when the slots are sized: half
+// what an entry of 100-byte arguments costs, so that a full cache leaves
+// half its slots free and a call rarely finds its group full.
+const keyCacheSlotBytes = 128
+
+// keyCacheWays is the slots a call may take: a group of eight 16-byte
+// slots, the pair of cache lines a CPU fetches together. With half the
+// slots free, a group is full for about one call in five thousand.
+const keyCacheWays = 8
 
 // keyCache remembers the entries (key and fingerprint) of recent calls by
 // their exact bytes, so that a call asked for again with the same bytes (a
@@ -22,33 +31,47 @@ const maxCachedArgBytes = 16 << 10
 // hashed again: the replay path then costs a cheap hash of the bytes and a
 // comparison. An entry is a pure function of (tool, invocation id,
 // arguments) under the executor's limits, so a cached one is always right;
-// the bytes are compared in full, so no two calls can share one. Bounded by
-// bytes; when a shard is full, an arbitrary entry makes room. The zero
-// value with budget 0 caches nothing.
+// the bytes are compared in full, so no two calls can share one.
+//
+// It is an eight-way set-associative table of immutable entries, read with
+// atomic loads and no lock: a read lock writes its reader count, and
+// replays on different CPUs then spend their time moving that cache line
+// between them. Writers (a call not seen before) take a mutex. Bounded by
+// bytes, slots included; when full, entries are evicted in slot order. The
+// zero value with budget 0 caches nothing.
 type keyCache struct {
 	seed   maphash.Seed
-	budget int // bytes a shard may hold
-	shards [keyCacheShards]keyCacheShard
+	budget int // bytes the cache may hold, slots included
+	slots  []cacheSlot
+	mask   uint64 // len(slots) - 1, a power of two less one
+
+	mu     sync.Mutex // serializes writers
+	bytes  int        // held, slots included; guarded by mu
+	cursor uint64     // the next slot to evict from when over budget; guarded by mu
 }
 
-type keyCacheShard struct {
-	mu    sync.RWMutex
-	m     map[uint64]cachedEntry // guarded by mu
-	bytes int                    // guarded by mu
+// cacheSlot holds an entry and its hash, so that a lookup reads the entries
+// of other calls in its group only when their hashes collide. tag may be
+// seen out of step with entry by a reader; it only filters, and the
+// entry's own hash decides.
+type cacheSlot struct {
+	tag   atomic.Uint64
+	entry atomic.Pointer[cachedEntry]
 }
 
-// cachedEntry is held in the map's slot itself (it is small enough), and
-// the call's bytes in one slice: a lookup touches the slot and the bytes,
-// nothing else.
+const cacheSlotBytes = 16
+
+// cachedEntry is one call's entry, never changed once published.
 type cachedEntry struct {
+	hash             uint64
 	call             []byte // the tool, a NUL, the invocation id, a NUL, the arguments
 	key, fingerprint keyhash.Sum
 }
 
-func (c cachedEntry) size() int { return len(c.call) + 128 } // the bytes, the slot
+func (c *cachedEntry) size() int { return len(c.call) + 128 } // the bytes, the entry
 
 // matches reports whether c was made for call.
-func (c cachedEntry) matches(call Call) bool {
+func (c *cachedEntry) matches(call Call) bool {
 	b := c.call
 	if len(b) != len(call.Tool)+1+len(call.InvocationID)+1+len(call.Args) {
 		return false
@@ -67,64 +90,89 @@ func (c cachedEntry) matches(call Call) bool {
 
 func (k *keyCache) init(totalBytes int) {
 	k.seed = maphash.MakeSeed()
-	k.budget = totalBytes / keyCacheShards
-	for i := range k.shards {
-		k.shards[i].m = make(map[uint64]cachedEntry)
+	if totalBytes < keyCacheWays*keyCacheSlotBytes {
+		return // disabled: no slots
 	}
+	n := 1 << (bits.Len(uint(totalBytes/keyCacheSlotBytes)) - 1) // at least a group
+	k.slots = make([]cacheSlot, n)
+	k.mask = uint64(n - 1)
+	k.budget = totalBytes
+	k.bytes = n * cacheSlotBytes
 }
 
+// hash picks a call's group and filters its slots; the bytes decide, so
+// it only has to spread calls, and it hashes each part on its own (one
+// maphash.Hash over all of them costs twice as much, in buffering).
 func (k *keyCache) hash(call Call) uint64 {
-	var h maphash.Hash
-	h.SetSeed(k.seed)
-	h.WriteString(call.Tool)
-	h.WriteByte(0)
-	h.WriteString(call.InvocationID)
-	h.WriteByte(0)
-	h.Write(call.Args)
-	return h.Sum64()
+	h := maphash.Bytes(k.seed, call.Args)
+	h ^= bits.RotateLeft64(maphash.String(k.seed, call.Tool), 21)
+	if call.InvocationID != "" {
+		h ^= bits.RotateLeft64(maphash.String(k.seed, call.InvocationID), 42)
+	}
+	return h
 }
 
-// get returns the cached entry of call, if any.
+// get returns the cached entry of call, if any, and call's hash for put.
 func (k *keyCache) get(call Call) (store.Entry, uint64, bool) {
-	if k.budget <= 0 || len(call.Args) > maxCachedArgBytes {
+	if k.slots == nil || len(call.Args) > maxCachedArgBytes {
 		return store.Entry{}, 0, false
 	}
 	h := k.hash(call)
-	sh := &k.shards[h%keyCacheShards]
-	sh.mu.RLock()
-	c, ok := sh.m[h]
-	sh.mu.RUnlock()
-	if !ok || !c.matches(call) {
-		return store.Entry{}, h, false
+	g := k.group(h)
+	for i := range g {
+		if g[i].tag.Load() != h {
+			continue
+		}
+		if c := g[i].entry.Load(); c != nil && c.hash == h && c.matches(call) {
+			return store.Entry{Key: c.key, Fingerprint: c.fingerprint, Tool: call.Tool}, h, true
+		}
 	}
-	return store.Entry{Key: c.key, Fingerprint: c.fingerprint, Tool: call.Tool}, h, true
+	return store.Entry{}, h, false
 }
 
 // put remembers ent as the entry of call, whose hash get returned.
 func (k *keyCache) put(call Call, h uint64, ent store.Entry) {
-	if k.budget <= 0 || len(call.Args) > maxCachedArgBytes {
+	if k.slots == nil || len(call.Args) > maxCachedArgBytes {
 		return
 	}
 	b := make([]byte, 0, len(call.Tool)+1+len(call.InvocationID)+1+len(call.Args))
 	b = append(append(append(append(append(b, call.Tool...), 0), call.InvocationID...), 0), call.Args...)
-	c := cachedEntry{call: b, key: ent.Key, fingerprint: ent.Fingerprint}
+	c := &cachedEntry{hash: h, call: b, key: ent.Key, fingerprint: ent.Fingerprint}
 	size := c.size()
-	if size > k.budget {
-		return
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if size > k.budget-len(k.slots)*cacheSlotBytes {
+		return // larger than the whole cache
 	}
-	sh := &k.shards[h%keyCacheShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if old, ok := sh.m[h]; ok {
-		sh.bytes -= old.size()
-	}
-	for sh.bytes+size > k.budget {
-		for victim, v := range sh.m { // an arbitrary entry makes room
-			sh.bytes -= v.size()
-			delete(sh.m, victim)
+	// An empty slot of the group, else one picked by the hash: its entry
+	// makes room.
+	g := k.group(h)
+	slot := &g[(h>>32)%keyCacheWays]
+	for i := range g {
+		if g[i].entry.Load() == nil {
+			slot = &g[i]
 			break
 		}
 	}
-	sh.m[h] = c
-	sh.bytes += size
+	k.evict(slot)
+	for k.bytes+size > k.budget {
+		k.evict(&k.slots[k.cursor])
+		k.cursor = (k.cursor + 1) & k.mask
+	}
+	slot.entry.Store(c)
+	slot.tag.Store(h)
+	k.bytes += size
+}
+
+// group returns the slots a call of hash h may take.
+func (k *keyCache) group(h uint64) []cacheSlot {
+	i := h & k.mask &^ (keyCacheWays - 1)
+	return k.slots[i : i+keyCacheWays : i+keyCacheWays]
+}
+
+// evict empties a slot; the caller holds mu.
+func (k *keyCache) evict(s *cacheSlot) {
+	if old := s.entry.Swap(nil); old != nil {
+		k.bytes -= old.size()
+	}
 }

@@ -56,21 +56,31 @@ func TestKeyCacheGivesTheRecipesEntryForTheSameBytesOnly(t *testing.T) {
 func TestKeyCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	var k keyCache
-	k.init(keyCacheShards * 2000)
+	k.init(32_000)
 	for i := range 10_000 {
 		c := Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}
 		_, h, _ := k.get(c)
 		k.put(c, h, store.Entry{Tool: "t"})
+		require.LessOrEqual(t, k.bytes, k.budget)
 	}
-	for i := range k.shards {
-		require.LessOrEqual(t, k.shards[i].bytes, k.budget)
-		require.NotEmpty(t, k.shards[i].m)
+	held, bytes := 0, len(k.slots)*cacheSlotBytes
+	for i := range k.slots {
+		if c := k.slots[i].entry.Load(); c != nil {
+			held++
+			bytes += c.size()
+		}
 	}
+	require.Equal(t, bytes, k.bytes, "the running count is the truth")
+	require.Greater(t, held, len(k.slots)/4, "a full cache keeps most of its slots in use")
+	// The latest call is always found.
+	last := Call{Tool: "t", Args: json.RawMessage(`{"n":9999}`)}
+	_, _, ok := k.get(last)
+	require.True(t, ok)
 	var off keyCache
 	off.init(-1)
 	c := Call{Tool: "t", Args: json.RawMessage(`{}`)}
 	_, h, _ := off.get(c)
 	off.put(c, h, store.Entry{Tool: "t"})
-	_, _, ok := off.get(c)
+	_, _, ok = off.get(c)
 	require.False(t, ok)
 }
