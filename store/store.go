@@ -111,6 +111,22 @@ type Counters interface {
 	Stats() Stats
 }
 
+// LocalReplayer is implemented by a store that holds its records in this
+// process (memstore): it answers a replay with no I/O, so the executor asks
+// it first, before it coalesces identical calls or claims, and an in-memory
+// replay costs a map lookup instead of a claim. A store that reaches a
+// database must not implement it: every miss would pay a round trip more.
+type LocalReplayer interface {
+	// ReplayLocal returns the outcome of the live completed record of e in
+	// scope, exactly as Claim would replay it (a replay in Stats), and ok
+	// true. ok false decides nothing: no record, a pending or released one,
+	// another call's (another fingerprint), an expired scope, or input that
+	// Claim would refuse. The caller then claims, and the claim decides and
+	// reports it. A result that does not open gives Claim's error (for
+	// example *seal.OpenError) and no outcome.
+	ReplayLocal(scope string, e Entry) (out Outcome, ok bool, err error)
+}
+
 // Store is a whole store: the call path, scope maintenance and counters.
 // Both stores of this module implement it, and Inspector; the conformance
 // suite (store/storetest) checks every part.

@@ -19,10 +19,12 @@ const (
 )
 
 // RecordOverheadBytes is the fixed cost accounted for every record on top of
-// its scope name, tool name and result bytes: an estimate of the record's
-// struct, map slot and key, so that MaxBytes bounds real memory even for
-// records with tiny results.
-const RecordOverheadBytes = 256
+// its scope name, tool name and result bytes: the record's struct, its map
+// slots and key, and its entry in the lock-free replay index, so that
+// MaxBytes bounds real memory even for records with tiny results. Measured
+// at 600–650 bytes on go1.26 linux/amd64 (TestAccountedBytesCoverHeapGrowth
+// keeps it honest); a scope of very few records costs a little more.
+const RecordOverheadBytes = 704
 
 // Config tunes a Store. A nil *Config, and every zero field, means the
 // defaults.

@@ -34,5 +34,8 @@ func EditHeld(s *Store, scopeName string, key keyhash.Sum, edit func(rec *store.
 		return false
 	}
 	edit(&e.rec)
+	if sc := sh.scopes[scopeName]; e.rec.Status == store.StatusCompleted {
+		publish(sc, e) // replays see the edit too
+	}
 	return true
 }

@@ -144,6 +144,7 @@ func (s *Store) ResolveStore(ctx context.Context, scopeName string, key keyhash.
 		e.rec.Outcome = store.Outcome{Kind: out.Kind, Result: result}
 		e.rec.Token = s.tokens.Add(1)
 		e.rec.UpdatedAt = now
+		publish(sc, e)
 		rec := s.out(e, sc)
 		sh.mu.Unlock()
 		s.revealWritten(&rec, out)

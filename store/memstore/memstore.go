@@ -32,6 +32,9 @@ type Store struct {
 
 	seed   maphash.Seed
 	shards [shardCount]shard
+	scopes sync.Map // scope name -> *scope: every shard's, for replays without a lock (done.go)
+
+	localReplays stripedCounter // replays answered by ReplayLocal
 
 	records atomic.Int64 // records held in all shards, including reservations
 	bytes   atomic.Int64 // accounted bytes held, including reservations
@@ -42,7 +45,10 @@ type Store struct {
 	evictMu sync.Mutex
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.LocalReplayer = (*Store)(nil)
+)
 
 // shard holds the scopes whose names hash to it.
 type shard struct {
@@ -58,6 +64,12 @@ type scope struct {
 	expiresAt time.Time              // guarded by the shard's mu
 	records   map[keyhash.Sum]*entry // guarded by the shard's mu
 	pending   int                    // records with StatusPending; guarded by the shard's mu
+	// done holds the completed records as replays read them without the
+	// lock (done.go): keyhash.Sum -> *done.
+	done sync.Map
+	// expiry mirrors expiresAt for replays, which read it without the lock
+	// (done.go); set with setExpiry.
+	expiry atomic.Pointer[time.Time]
 	// lastUsed is the clock's UnixNano at the scope's latest use, for
 	// least-recently-used eviction. It is an atomic so that readers holding
 	// only the read lock can refresh it.
@@ -163,6 +175,7 @@ func storedResult(r []byte) []byte {
 // removeEntry drops e from sc and gives back its accounting; the caller holds
 // the shard's write lock.
 func (s *Store) removeEntry(sc *scope, key keyhash.Sum, e *entry) {
+	unpublish(sc, e)
 	delete(sc.records, key)
 	if e.rec.Status == store.StatusPending {
 		sc.pending--
@@ -192,7 +205,7 @@ func (s *Store) dropDead(sh *shard, sc *scope, now time.Time, max int) int {
 		n++
 	}
 	if len(sc.records) == 0 {
-		delete(sh.scopes, sc.name)
+		s.dropScope(sh, sc)
 	}
 	return n
 }
@@ -214,16 +227,16 @@ func (s *Store) scopeForWrite(sh *shard, name string, now time.Time, ttl time.Du
 	}
 	if sc = sh.scopes[name]; sc == nil {
 		sc = &scope{name: name, records: make(map[keyhash.Sum]*entry)}
-		sh.scopes[name] = sc
+		s.addScope(sh, sc)
 	}
-	sc.expiresAt = now.Add(ttl)
+	sc.setExpiry(now.Add(ttl))
 	sc.lastUsed.Store(now.UnixNano())
 	return sc
 }
 
-func dropIfEmpty(sh *shard, sc *scope) {
+func (s *Store) dropIfEmpty(sh *shard, sc *scope) {
 	if len(sc.records) == 0 {
-		delete(sh.scopes, sc.name)
+		s.dropScope(sh, sc)
 	}
 }
 

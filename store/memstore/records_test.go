@@ -216,7 +216,7 @@ func TestConcurrentMixedUseKeepsAccountingTrue(t *testing.T) {
 func TestReleaseKeepsNoCauseWithoutRoomForIt(t *testing.T) {
 	t.Parallel()
 	limits := store.Limits{MaxScopeBytes: 10, MaxToolBytes: 16, MaxResultBytes: 10}
-	b := setup(t, &memstore.Config{Limits: limits, MaxBytes: 300})
+	b := setup(t, &memstore.Config{Limits: limits, MaxBytes: memstore.RecordOverheadBytes + 44})
 	ctx := context.Background()
 	e := entry("c")
 
@@ -225,7 +225,7 @@ func TestReleaseKeepsNoCauseWithoutRoomForIt(t *testing.T) {
 	require.NoError(t, b.store.Release(ctx, res.Claim, strings.Repeat("x", 100)))
 	res, err = b.store.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
 	require.NoError(t, err)
-	require.Empty(t, res.Record.LastError, "100 bytes of cause do not fit in 300")
+	require.Empty(t, res.Record.LastError, "100 bytes of cause do not fit in 44 over the overhead")
 	require.Equal(t, 2, res.Claim.Attempt)
 	requireAccountingTrue(t, b.store)
 

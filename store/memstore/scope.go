@@ -34,7 +34,7 @@ func (s *Store) ExtendScope(ctx context.Context, scopeName string, ttl time.Dura
 			return nil
 		}
 	}
-	sc.expiresAt = now.Add(ttl)
+	sc.setExpiry(now.Add(ttl))
 	sc.touch(now)
 	return nil
 }
@@ -64,7 +64,7 @@ func (s *Store) removeScope(sh *shard, sc *scope) int {
 	for key, e := range sc.records {
 		s.removeEntry(sc, key, e)
 	}
-	delete(sh.scopes, sc.name)
+	s.dropScope(sh, sc)
 	return n
 }
 

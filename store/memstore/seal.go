@@ -18,6 +18,12 @@ func bindingOf(rec *store.Record, kind store.Kind) seal.Binding {
 	return seal.Binding{Scope: rec.Scope, Key: rec.Key, Fingerprint: rec.Fingerprint, Kind: kind}
 }
 
+// bindingOfDone is what the result of e's completed record in scope is
+// bound to, as a replay without the lock knows it.
+func bindingOfDone(scope string, e store.Entry, kind store.Kind) seal.Binding {
+	return seal.Binding{Scope: scope, Key: e.Key, Fingerprint: e.Fingerprint, Kind: kind}
+}
+
 // heldResult returns the bytes a result is held as: sealed for b when the
 // store seals, else the caller's bytes copied (storedResult). The slice's
 // capacity is cut to its length, so a shared slice cannot be appended into.

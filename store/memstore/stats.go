@@ -14,7 +14,7 @@ type counters struct {
 
 // Stats returns the store's counters since it was created.
 func (s *Store) Stats() store.Stats {
-	var st store.Stats
+	st := store.Stats{Replays: s.localReplays.load()}
 	for i := range s.shards {
 		c := &s.shards[i].stats
 		st.Replays += c.replays.Load()

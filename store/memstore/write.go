@@ -57,7 +57,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 			}
 		}
 		if err := s.reserve(1, cost); err != nil {
-			dropIfEmpty(sh, sc)
+			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
 			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
 				return store.Record{}, false, err
@@ -75,6 +75,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 			UpdatedAt:   now,
 		}}
 		sc.records[e.Key] = ent
+		publish(sc, ent)
 		rec := s.out(ent, sc)
 		sh.mu.Unlock()
 		s.revealWritten(&rec, out)
@@ -165,7 +166,7 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 			return res, nil
 		}
 		if err := s.reserve(1, cost); err != nil {
-			dropIfEmpty(sh, sc)
+			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
 			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
 				return store.ClaimResult{}, err
@@ -204,17 +205,11 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, res *store.ClaimResult) (ok bool, err error) {
 	now := s.clock.Now()
 	sh.mu.RLock()
-	sc := sh.scopes[scopeName]
-	if sc == nil || !sc.live(now) {
+	old, sc := completed(sh, scopeName, e, now)
+	if old == nil {
 		sh.mu.RUnlock()
 		return false, nil
 	}
-	old := sc.records[e.Key]
-	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
-		sh.mu.RUnlock()
-		return false, nil
-	}
-	sc.touch(now)
 	res.Record = old.rec
 	res.Record.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
@@ -225,6 +220,23 @@ func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, 
 	res.State = store.ClaimCompleted
 	sh.stats.replays.Add(1)
 	return true, nil
+}
+
+// completed returns e's completed record in the live scope scopeName, and
+// the scope (refreshing its last use), or nil when the key holds no such
+// record of this call: what a Claim replays. The caller holds sh's lock,
+// a read lock at least.
+func completed(sh *shard, scopeName string, e store.Entry, now time.Time) (*entry, *scope) {
+	sc := sh.scopes[scopeName]
+	if sc == nil || !sc.live(now) {
+		return nil, nil
+	}
+	old := sc.records[e.Key]
+	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
+		return nil, nil
+	}
+	sc.touch(now)
+	return old, sc
 }
 
 // ClaimMany claims each entry as Claim does, under one input check: bad
@@ -329,6 +341,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 		sc.pending--
 		close(e.changed)
 		e.changed = nil
+		publish(sc, e)
 		sc.touch(now)
 		rec := s.out(e, sc)
 		sh.mu.Unlock()
