@@ -100,7 +100,7 @@ func (s *Scoped) afterClaim(ctx context.Context, call Call, ent store.Entry, cr 
 			return Result{}, false, false, store.CheckFingerprint(s.scope, ent, cr.Record)
 		}
 		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
-		return replay(&cr.Record), false, false, nil
+		return replay(&cr.Record.Outcome), false, false, nil
 	case store.ClaimGranted:
 		res, released, err := s.runClaimed(ctx, call, ent, *cr)
 		return res, released, false, err

@@ -21,7 +21,8 @@ import (
 type Idempotent struct {
 	inner  Executor
 	st     store.CallStore
-	limits store.Limits // the store's
+	local  store.LocalReplayer // st, when it answers replays in process; else nil
+	limits store.Limits        // the store's
 	cfg    Config
 	wopts  store.WriteOptions
 	log    *slog.Logger
@@ -60,6 +61,7 @@ func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
 		startRenewals: lazyRenewals,
 		onRenew:       func(store.Claim, error) {},
 	}
+	e.local, _ = st.(store.LocalReplayer)
 	e.flights.init()
 	e.keys.init(c.KeyCacheBytes)
 	return e, nil
@@ -148,6 +150,11 @@ func (s *Scoped) check(ctx context.Context) error {
 
 // execute runs a call whose entry is computed.
 func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+	if s.e.local != nil && !ended(ctx) {
+		if res, ok, err := s.replayLocal(ctx, ent); ok || err != nil {
+			return res, err
+		}
+	}
 	if s.e.cfg.Mode == ModeProbeThenStore {
 		return s.probeThenStore(ctx, call, ent)
 	}
@@ -193,11 +200,35 @@ func (e *Idempotent) entry(call Call) (store.Entry, error) {
 	return ent, err
 }
 
-// replay turns a completed record into the Result handed to the model. The
+// ended reports whether ctx is done. It reads Done, one atomic load for a
+// context shared by many goroutines, where Err takes the context's mutex.
+func ended(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// replayLocal answers a replay from a store that holds its records in this
+// process (store.LocalReplayer), before the call joins a flight or claims:
+// both cost more than the lookup itself. ok false: nothing was decided, and
+// the call takes its mode's path, which decides.
+func (s *Scoped) replayLocal(ctx context.Context, ent store.Entry) (Result, bool, error) {
+	out, ok, err := s.e.local.ReplayLocal(s.scope, ent)
+	if err != nil || !ok {
+		return Result{}, false, err
+	}
+	s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
+	return replay(&out), true, nil
+}
+
+// replay turns a stored outcome into the Result handed to the model. The
 // stored bytes are returned as they are: byte-identical, not copied.
-func replay(rec *store.Record) Result {
-	perm := rec.Outcome.Kind == store.KindPermanentFailure
-	return Result{Output: rec.Outcome.Result, Failed: perm, Permanent: perm, Replayed: true}
+func replay(out *store.Outcome) Result {
+	perm := out.Kind == store.KindPermanentFailure
+	return Result{Output: out.Result, Failed: perm, Permanent: perm, Replayed: true}
 }
 
 // outcomeOf says whether res is stored, and as what.

@@ -103,7 +103,7 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 				p.Err = err
 				continue
 			}
-			p.Replayed, p.Result = true, replay(&cr.Record)
+			p.Replayed, p.Result = true, replay(&cr.Record.Outcome)
 		case cr.State == store.ClaimGranted:
 			p.claim, p.claimedAt = cr, now
 		}
@@ -132,7 +132,7 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 			p.Err = err
 			continue
 		}
-		p.Replayed, p.Result = true, replay(&rec)
+		p.Replayed, p.Result = true, replay(&rec.Outcome)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func (s *Scoped) probeThenStore(ctx context.Context, call Call, ent store.Entry)
 			return Result{}, err
 		}
 		s.e.debug(ctx, "idemstore: replaying the stored outcome", s.scope, ent)
-		return replay(&rec), nil
+		return replay(&rec.Outcome), nil
 	case !errors.Is(err, store.ErrNotFound):
 		return Result{}, err
 	}
