@@ -93,7 +93,9 @@ type Config struct {
 	MaxRetryBackoff time.Duration
 	// AcquireTimeout bounds how long an operation waits for a connection
 	// of the pool, even when the caller's context has no deadline (a
-	// shorter deadline of the caller wins). When every connection stayed in
+	// shorter deadline of the caller wins): at least AcquireTimeout, at
+	// most a quarter more, because operations share one timer per quarter
+	// of it instead of starting one each. When every connection stayed in
 	// use, the operation fails with a *store.UnavailableError wrapping
 	// ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
 	AcquireTimeout time.Duration

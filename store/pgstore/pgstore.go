@@ -52,6 +52,7 @@ type Store struct {
 	retryBackoff    time.Duration
 	maxRetryBackoff time.Duration
 	acquireTimeout  time.Duration
+	bound           acquireBound // the acquires' shared deadline (acquireTimeout)
 
 	waiters  waiters
 	listener *listener
@@ -103,6 +104,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		maxRetryBackoff: c.MaxRetryBackoff,
 		acquireTimeout:  c.AcquireTimeout,
 	}
+	s.bound.timeout = c.AcquireTimeout
 	if c.ConfirmReads {
 		s.sql.Get, s.sql.GetMany, s.sql.ClaimRead = s.sql.ConfirmedGet, s.sql.ConfirmedGetMany, s.sql.ConfirmedClaimRead
 		s.readBack = s.sql.ConfirmedRead

@@ -157,7 +157,10 @@ func TestPoolExhaustionGivesATypedErrorInTime(t *testing.T) {
 		"wait":     func() error { return st.Wait(ctx, "run", e.Key, c.Token) },
 	} {
 		start := time.Now()
-		requirePoolExhausted(t, op())
+		err := op()
+		requirePoolExhausted(t, err)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "%s: it was the store's bound", name)
+		require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "%s: waited AcquireTimeout", name)
 		require.Less(t, time.Since(start), 2*time.Second, "%s: bounded by AcquireTimeout", name)
 	}
 

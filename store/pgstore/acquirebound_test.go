@@ -1,0 +1,34 @@
+package pgstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every acquire gets a deadline of at least AcquireTimeout and at most a
+// quarter more, and acquires in the same quarter share one timer.
+func TestAcquireBoundIsAtLeastTheTimeoutAndSharesATimer(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	b := acquireBound{timeout: timeout}
+	for range 4 {
+		before := time.Now()
+		ctx := b.current()
+		after := time.Now()
+		deadline, ok := ctx.Deadline()
+		require.True(t, ok)
+		require.GreaterOrEqual(t, deadline.Sub(before), timeout, "at least the timeout")
+		require.LessOrEqual(t, deadline.Sub(after), timeout+timeout/4, "at most a quarter more")
+		require.Same(t, ctx, b.current(), "acquires right after share the window")
+		time.Sleep(timeout / 8)
+	}
+	old := b.current()
+	time.Sleep(timeout/4 + 10*time.Millisecond)
+	require.NotSame(t, old, b.current(), "a window with less than the timeout left is replaced")
+	require.NoError(t, old.Err(), "the replaced window still bounds the acquires that wait on it")
+	<-old.Done()
+	require.ErrorIs(t, old.Err(), context.DeadlineExceeded)
+}
