@@ -121,11 +121,11 @@ func BenchmarkExecuteReplayBeyondKeyhash(b *testing.B) {
 	for _, v := range benchVariants {
 		b.Run(v.String(), func(b *testing.B) {
 			e := benchExec(b, v.mode, v.share)
-			ent, err := e.e.entry(benchCall)
+			ent, _, err := e.e.entry(benchCall)
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := e.execute(ctx, benchCall, ent)
+				res, err := e.execute(ctx, benchCall, ent, false)
 				if err != nil || !res.Replayed {
 					b.Fatal(res, err)
 				}
@@ -143,7 +143,7 @@ func BenchmarkStoreReplayAlone(b *testing.B) {
 	for _, v := range benchVariants {
 		b.Run(v.String(), func(b *testing.B) {
 			e := benchExec(b, v.mode, v.share)
-			ent, err := e.e.entry(benchCall)
+			ent, _, err := e.e.entry(benchCall)
 			require.NoError(b, err)
 			st := e.e.st
 			b.ReportAllocs()
@@ -166,7 +166,7 @@ func BenchmarkKeyhashOfCall(b *testing.B) {
 	e := benchExec(b, ModeExclusive, true)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.e.entry(benchCall); err != nil {
+		if _, _, err := e.e.entry(benchCall); err != nil {
 			b.Fatal(err)
 		}
 	}

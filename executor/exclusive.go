@@ -12,13 +12,13 @@ import (
 // exclusive runs a call in ModeExclusive. Identical calls in this process
 // coalesce (flights): one leads and goes to the store, the others wait for
 // it in-process and replay its outcome.
-func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry, fresh bool) (Result, error) {
 	var waited waitBudget
 	defer waited.stop()
 	for {
 		f, done, leader := s.e.flights.join(s.scope, ent)
 		if leader {
-			return s.lead(ctx, call, ent, f, &waited)
+			return s.lead(ctx, call, ent, fresh, f, &waited)
 		}
 		res, again, err := s.follow(ctx, f, done, ent, &waited)
 		if !again {
@@ -31,10 +31,10 @@ func (s *Scoped) exclusive(ctx context.Context, call Call, ent store.Entry) (Res
 // however the call ends: a return, or a panic or runtime.Goexit in the tool
 // (whose claim runClaimed then released: the followers run the call
 // themselves, as callers woken by the release would).
-func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, f *flight, waited *waitBudget) (res Result, err error) {
+func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, fresh bool, f *flight, waited *waitBudget) (res Result, err error) {
 	rerun := true
 	defer func() { s.e.flights.land(s.scope, ent, f, res, err, rerun) }()
-	res, released, err := s.claimAndRun(ctx, call, ent, waited)
+	res, released, err := s.claimAndRun(ctx, call, ent, fresh, waited)
 	// A leader whose own context ended has no outcome to share: its
 	// followers carry on by themselves.
 	rerun = released || (err != nil && ctx.Err() != nil)
@@ -72,9 +72,16 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 // Waiting is bounded by ctx and, over all rounds, by Config.MaxWait; past
 // it the caller gets *store.InFlightError and the call is never run a
 // second time while another caller's claim is live.
-func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, waited *waitBudget) (res Result, released bool, err error) {
+//
+// fresh (a call new to this process) hints the store that the first claim
+// most likely finds no record (store.WriteOptions.LikelyNew); a claim after
+// a wait knows better.
+func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, fresh bool, waited *waitBudget) (res Result, released bool, err error) {
+	opts := s.e.wopts
+	opts.LikelyNew = fresh
 	for {
-		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, s.e.wopts)
+		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, opts)
+		opts.LikelyNew = false
 		if err != nil {
 			return Result{}, false, err
 		}

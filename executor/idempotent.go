@@ -133,11 +133,11 @@ func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {
 	if err := s.check(ctx); err != nil {
 		return Result{}, err
 	}
-	ent, err := s.e.entry(call)
+	ent, fresh, err := s.e.entry(call)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.execute(ctx, call, ent)
+	return s.execute(ctx, call, ent, fresh)
 }
 
 // check refuses a nil context or a bad scope before anything else.
@@ -148,8 +148,8 @@ func (s *Scoped) check(ctx context.Context) error {
 	return s.err
 }
 
-// execute runs a call whose entry is computed.
-func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry) (Result, error) {
+// execute runs a call whose entry is computed; fresh as entry says.
+func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh bool) (Result, error) {
 	if s.e.local != nil && !ended(ctx) {
 		if res, ok, err := s.replayLocal(ctx, ent); ok || err != nil {
 			return res, err
@@ -158,7 +158,7 @@ func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry) (Resul
 	if s.e.cfg.Mode == ModeProbeThenStore {
 		return s.probeThenStore(ctx, call, ent)
 	}
-	return s.exclusive(ctx, call, ent)
+	return s.exclusive(ctx, call, ent, fresh)
 }
 
 // EntryOf returns a call's identity as the store sees it (key, fingerprint
@@ -187,17 +187,18 @@ func EntryOf(call Call, lim store.Limits) (store.Entry, error) {
 // fingerprint, or finds them in the cache of recent calls when the same
 // bytes came before. It touches nothing else, so bad input is refused
 // before the store sees it, and a call the store could not record never
-// runs.
-func (e *Idempotent) entry(call Call) (store.Entry, error) {
+// runs. fresh reports a call not in the cache: new to this process, so
+// most likely new to the store (see store.WriteOptions.LikelyNew).
+func (e *Idempotent) entry(call Call) (ent store.Entry, fresh bool, err error) {
 	ent, h, ok := e.keys.get(call)
 	if ok {
-		return ent, nil
+		return ent, false, nil
 	}
-	ent, err := EntryOf(call, e.limits)
+	ent, err = EntryOf(call, e.limits)
 	if err == nil {
 		e.keys.put(call, h, ent)
 	}
-	return ent, err
+	return ent, true, err
 }
 
 // ended reports whether ctx is done. It reads Done, one atomic load for a

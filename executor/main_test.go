@@ -214,7 +214,7 @@ func bounded(t *testing.T) context.Context {
 // entryOf is the store entry Execute derives for c.
 func entryOf(t *testing.T, s *Scoped, c Call) store.Entry {
 	t.Helper()
-	ent, err := s.e.entry(c)
+	ent, _, err := s.e.entry(c)
 	require.NoError(t, err)
 	return ent
 }

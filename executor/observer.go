@@ -269,12 +269,12 @@ func (s *Scoped) executeObserved(ctx context.Context, call Call) (Result, error)
 		if s.err != nil {
 			return Result{}, s.err
 		}
-		ent, err := s.e.entry(call)
+		ent, fresh, err := s.e.entry(call)
 		if err != nil {
 			return Result{}, err
 		}
 		t.key = ent.Key
-		return s.execute(ctx, call, ent)
+		return s.execute(ctx, call, ent, fresh)
 	})
 }
 

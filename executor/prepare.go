@@ -69,7 +69,7 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 	for i, call := range calls {
 		p := &preps[i]
 		p.Call, p.s = call, s
-		ent, err := s.e.entry(call)
+		ent, _, err := s.e.entry(call)
 		if err != nil {
 			p.Err = err
 			continue
@@ -169,7 +169,7 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 	}
 	if p.done || p.claim.State != store.ClaimGranted {
 		p.done = true
-		return s.execute(ctx, p.Call, p.ent)
+		return s.execute(ctx, p.Call, p.ent, false)
 	}
 	p.done = true
 	cr := p.claim
@@ -177,7 +177,7 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 		c, err := s.e.st.Renew(ctx, cr.Claim, s.e.cfg.Lease)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
-			return s.execute(ctx, p.Call, p.ent)
+			return s.execute(ctx, p.Call, p.ent, false)
 		case err != nil:
 			// The tool did not run: give the claim up, so that the next
 			// caller runs the call at once instead of waiting for the lease.

@@ -38,8 +38,11 @@ func newNonce() []byte {
 // (idem_claim, see pgsql) that decides again under the record's row lock,
 // on its latest version: a miss costs one round trip more than the claim
 // itself (measured: a claim function that reads first costs a replay a
-// fifth more than a SELECT; the read costs a miss, whose commit dominates,
-// a few percent).
+// fifth more than a SELECT). With WriteOptions.LikelyNew (the executor's
+// calls new to its process) Claim is that function instead
+// (idem_claim_many of one key), which reads and claims in one round trip:
+// on fast disks the read was a third of a miss (1.3-1.5 times the raw
+// INSERT and UPDATE, against at most 1.15 wanted).
 //
 // Each Claim draws a nonce that the claim it is granted records. When the
 // connection fails after the statement was sent (the grant may have been
@@ -56,6 +59,15 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	}
 	if err := store.CheckDuration("lease", lease); err != nil {
 		return store.ClaimResult{}, err
+	}
+	if opts.LikelyNew {
+		// One statement that reads and claims (idem_claim_many): a miss
+		// costs one round trip instead of two, a replay a function call.
+		rs, err := s.claimMany(ctx, scope, []store.Entry{e}, lease, opts)
+		if err != nil {
+			return store.ClaimResult{}, err
+		}
+		return rs[0], rs[0].Err
 	}
 	var (
 		decides, won bool
@@ -109,6 +121,11 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 	if len(es) == 0 {
 		return []store.ClaimResult{}, nil
 	}
+	return s.claimMany(ctx, scope, es, lease, opts)
+}
+
+// claimMany is ClaimMany of checked input, at least one entry.
+func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	keys := make([][]byte, len(es))
 	tools := make([]string, len(es))
 	fps := make([][]byte, len(es))

@@ -103,6 +103,7 @@ var guarantees = []guarantee{
 	{"LimitsAreCheckedBeforeAnyWrite", testLimitsAreCheckedBeforeAnyWrite},
 	{"DurationsAtTheExtremesAreRefusedOrHonoured", testDurationsAtTheExtremesAreRefusedOrHonoured},
 	{"ClaimManyDecidesEachEntryAsClaim", testClaimManyDecidesEachEntryAsClaim},
+	{"ClaimHintDecidesTheSame", testClaimHintDecidesTheSame},
 	{"NilContextIsRefused", testNilContextIsRefused},
 	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
 	{"StatsCountReplaysMissesClaimsWaitsTakeoversMismatches", testStatsCountReplaysMissesClaimsWaitsTakeoversMismatches},

@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// claimHintDecidesTheSame: store.WriteOptions.LikelyNew is a hint and never
+// changes what a claim decides. Every state a record can be in is built
+// twice, under two ids, and claimed once without the hint and once with
+// it: state, takeover, attempt, the record's outcome and the error are the
+// same.
+func testClaimHintDecidesTheSame(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	hint := store.WriteOptions{LikelyNew: true}
+	// Each state's build makes the record of id before the clock moves (so
+	// that lapsing and expiring ones are past their time together).
+	type state struct {
+		name  string
+		scope string
+		call  func(id string) store.Entry
+		build func(id string)
+	}
+	plain := func(id string) store.Entry { return call(id, `{}`) }
+	states := []state{
+		{"no record", "run", plain, func(string) {}},
+		{"completed", "run", plain, func(id string) { put(ctx, t, s, "run", call(id, `{}`), success("stored"), noOpts) }},
+		{"claimed by another caller", "run", plain, func(id string) { claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts) }},
+		{"released by this call", "run", plain, func(id string) {
+			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts), "failed"))
+		}},
+		{"released by another call", "run", plain, func(id string) {
+			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "run", call(id, `{"other":1}`), longLease, noOpts), "failed"))
+		}},
+		{"completed for another call", "run", plain, func(id string) { put(ctx, t, s, "run", call(id, `{"other":1}`), success("x"), noOpts) }},
+		{"lease lapsed", "run", plain, func(id string) { claim(ctx, t, s, "run", call(id, `{}`), shortLease, noOpts) }},
+		{"scope expired", "short", plain, func(id string) { put(ctx, t, s, "short", call(id, `{}`), success("x"), ttl(shortTTL)) }},
+	}
+	for _, st := range states {
+		st.build("a " + st.name)
+		st.build("b " + st.name)
+	}
+	b.Advance(pastShort)
+	for _, st := range states {
+		without, errWithout := s.Claim(ctx, st.scope, st.call("a "+st.name), longLease, noOpts)
+		with, errWith := s.Claim(ctx, st.scope, st.call("b "+st.name), longLease, hint)
+		requireSameDecision(t, st.name, without, errWithout, with, errWith)
+	}
+}
+
+// requireSameDecision requires two claims of twin records to have decided
+// the same.
+func requireSameDecision(t *testing.T, name string, a store.ClaimResult, errA error, b store.ClaimResult, errB error) {
+	t.Helper()
+	if errA != nil || errB != nil {
+		require.Error(t, errA, name)
+		require.Error(t, errB, "%s: only the hinted claim succeeded", name)
+		require.Equal(t, errorKind(errA), errorKind(errB), "%s: %v against %v", name, errA, errB)
+		return
+	}
+	require.Equal(t, a.State, b.State, name)
+	require.Equal(t, a.TakenOver, b.TakenOver, "%s: takeover", name)
+	require.Equal(t, a.Claim.Attempt, b.Claim.Attempt, "%s: attempt", name)
+	require.Equal(t, a.Record.Status, b.Record.Status, "%s: record status", name)
+	require.Equal(t, a.Record.Attempts, b.Record.Attempts, "%s: record attempts", name)
+	require.Equal(t, a.Record.Outcome.Kind, b.Record.Outcome.Kind, "%s: outcome", name)
+	require.Equal(t, string(a.Record.Outcome.Result), string(b.Record.Outcome.Result), "%s: outcome", name)
+	require.Equal(t, a.Record.LastError, b.Record.LastError, "%s: last error", name)
+}
+
+// errorKind names the sentinel an error matches, for comparing errors of
+// twin records whose messages differ by their keys.
+func errorKind(err error) string {
+	for _, k := range []struct {
+		name string
+		err  error
+	}{
+		{"fingerprint mismatch", store.ErrFingerprintMismatch},
+		{"invalid input", store.ErrInvalidInput},
+		{"unavailable", store.ErrUnavailable},
+		{"context", context.Canceled},
+	} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return err.Error()
+}
