@@ -94,7 +94,11 @@ type Config struct {
 	// KeyCacheBytes bounds the memory of the cache that remembers the key
 	// and fingerprint of recent calls by their exact bytes, so that a call
 	// asked for again with the same bytes is neither parsed nor hashed
-	// again. Defaults to DefaultKeyCacheBytes; negative disables it.
+	// again. A call the cache does not know is claimed as likely new
+	// (store.WriteOptions.LikelyNew: on pgstore, one statement that reads
+	// and claims, which a miss gains by and a replay pays a little for), so
+	// a disabled or too small cache makes replays cost more. Defaults to
+	// DefaultKeyCacheBytes; negative disables it.
 	KeyCacheBytes int
 
 	// Logger receives debug lines on replays, misses, claims, takeovers and
