@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -60,9 +61,10 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	if err := store.CheckDuration("lease", lease); err != nil {
 		return store.ClaimResult{}, err
 	}
-	if opts.LikelyNew {
+	if opts.LikelyNew && !s.confirmReads {
 		// One statement that reads and claims (idem_claim_many): a miss
 		// costs one round trip instead of two, a replay a function call.
+		// Not with ConfirmReads: its read does not wait for the standby.
 		rs, err := s.claimMany(ctx, scope, []store.Entry{e}, lease, opts)
 		if err != nil {
 			return store.ClaimResult{}, err
@@ -170,7 +172,53 @@ func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, l
 		}
 		out[i] = s.decideClaim(scope, e, rows[i].won, rows[i].prior, &rows[i].rec)
 	}
+	if s.confirmReads {
+		if err := s.confirmMany(ctx, scope, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// confirmMany confirms the outcomes a ClaimMany found (Config.ConfirmReads):
+// idem_claim_many's first look does not wait for the synchronous standby,
+// so the replayed entries are read again, all at once, by the confirmed
+// GetMany. An entry whose outcome that read does not find as it was found
+// gets a *store.UnavailableError of its own (a failover under way); the
+// claims granted in the batch stand.
+func (s *Store) confirmMany(ctx context.Context, scope string, out []store.ClaimResult) error {
+	var keys [][]byte
+	for i := range out {
+		if out[i].Err == nil && out[i].State == store.ClaimCompleted {
+			keys = append(keys, out[i].Record.Key[:])
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	found := make(map[keyhash.Sum]store.Record, len(keys))
+	err := s.do(ctx, "confirm", rerunAlways, func(conn *pgxpool.Conn) error {
+		clear(found)
+		rows, err := conn.Query(ctx, s.sql.GetMany, scope, keys) // ConfirmedGetMany (New)
+		if err != nil {
+			return err
+		}
+		return forEachRecord(rows, s.codec, nil, func() string { return scope },
+			func(rec store.Record) { found[rec.Key] = rec })
+	})
+	if err != nil {
+		return s.translate("confirm", err)
+	}
+	for i := range out {
+		r := &out[i]
+		if r.Err != nil || r.State != store.ClaimCompleted {
+			continue
+		}
+		if got, ok := found[r.Record.Key]; !ok || got.Token != r.Record.Token || !got.UpdatedAt.Equal(r.Record.UpdatedAt) {
+			*r = store.ClaimResult{Err: errNotConfirmed()}
+		}
+	}
+	return nil
 }
 
 // decideClaim turns one row of claimSQL into the entry's result. A record

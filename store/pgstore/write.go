@@ -98,9 +98,15 @@ func (s *Store) confirm(ctx context.Context, scope string, e store.Entry, rec st
 	case err != nil:
 		return s.translate("confirm", err)
 	case !rb.found || rb.rec.Status != store.StatusCompleted || rb.rec.Token != rec.Token || !rb.rec.UpdatedAt.Equal(rec.UpdatedAt):
-		return &store.UnavailableError{Op: "confirm", Err: errors.New("the stored outcome read is not on the primary the confirmation reached (a failover?)")}
+		return errNotConfirmed()
 	}
 	return nil
+}
+
+// errNotConfirmed is the error of an outcome that a read waiting for the
+// synchronous standby did not find as it was first read.
+func errNotConfirmed() error {
+	return &store.UnavailableError{Op: "confirm", Err: errors.New("the stored outcome read is not on the primary the confirmation reached (a failover?)")}
 }
 
 // Complete stores out for the claim c and returns the completed record; one

@@ -1,0 +1,108 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
+)
+
+// sqlRecorder is a pgx tracer that keeps the statements a pool sends.
+type sqlRecorder struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (r *sqlRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	r.sql = append(r.sql, d.SQL)
+	r.mu.Unlock()
+	return ctx
+}
+
+func (r *sqlRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements sent since the last take.
+func (r *sqlRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sql
+	r.sql = nil
+	return s
+}
+
+// With ConfirmReads, every operation that hands out a stored outcome has it
+// read by a statement that waits for the synchronous standby (a row lock,
+// FOR SHARE): Get, GetMany, Claim, a Claim hinted as likely new, ClaimMany
+// and Put of a stored call alike.
+func TestConfirmedReadsConfirmEveryReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var rec sqlRecorder
+	_, schema := newSchema(t)
+	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = &rec })
+	st := openStore(t, pool, schema, &pgstore.Config{ConfirmReads: true})
+	e := store.Entry{Key: keyhash.IDKey("stored"), Fingerprint: keyhash.Fingerprint("tool", []byte(`{}`)), Tool: "tool"}
+	_, _, err := st.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: []byte("result")}, store.WriteOptions{})
+	require.NoError(t, err)
+
+	replayed := func(res store.ClaimResult) {
+		t.Helper()
+		require.NoError(t, res.Err)
+		require.Equal(t, store.ClaimCompleted, res.State)
+		require.Equal(t, "result", string(res.Record.Outcome.Result))
+	}
+	for name, op := range map[string]func(){
+		"Get": func() {
+			got, err := st.Get(ctx, "run", e.Key)
+			require.NoError(t, err)
+			require.Equal(t, "result", string(got.Outcome.Result))
+		},
+		"GetMany": func() {
+			got, err := st.GetMany(ctx, "run", []keyhash.Sum{e.Key})
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+		},
+		"Claim": func() {
+			res, err := st.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+			require.NoError(t, err)
+			replayed(res)
+		},
+		"Claim hinted": func() {
+			res, err := st.Claim(ctx, "run", e, time.Minute, store.WriteOptions{LikelyNew: true})
+			require.NoError(t, err)
+			replayed(res)
+		},
+		"ClaimMany": func() {
+			other := store.Entry{Key: keyhash.IDKey("new"), Fingerprint: e.Fingerprint, Tool: "tool"}
+			res, err := st.ClaimMany(ctx, "run", []store.Entry{e, other}, time.Minute, store.WriteOptions{})
+			require.NoError(t, err)
+			replayed(res[0])
+			require.Equal(t, store.ClaimGranted, res[1].State, "a claim granted beside a confirmed replay stands")
+		},
+		"Put": func() {
+			_, stored, err := st.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: []byte("other")}, store.WriteOptions{})
+			require.NoError(t, err)
+			require.False(t, stored)
+		},
+	} {
+		rec.take()
+		op()
+		confirmed := false
+		for _, sql := range rec.take() {
+			if strings.HasSuffix(strings.TrimSpace(sql), "FOR SHARE") {
+				confirmed = true
+			}
+		}
+		require.True(t, confirmed, "%s handed out an outcome no confirmed read found", name)
+	}
+}
