@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -40,10 +41,12 @@ func newNonce() []byte {
 // on its latest version: a miss costs one round trip more than the claim
 // itself (measured: a claim function that reads first costs a replay a
 // fifth more than a SELECT). With WriteOptions.LikelyNew (the executor's
-// calls new to its process) Claim is that function instead
-// (idem_claim_many of one key), which reads and claims in one round trip:
-// on fast disks the read was a third of a miss (1.3-1.5 times the raw
-// INSERT and UPDATE, against at most 1.15 wanted).
+// calls new to its process) the first statement is claimNewSQL instead,
+// which inserts the pending record when the key has none and is otherwise
+// the same read: a new call is claimed in one round trip, at the cost of an
+// INSERT (on fast disks the read was a third of a miss). On Citus it is
+// idem_claim_many of one key, delegated to the scope's worker; with
+// ConfirmReads the hint is ignored (the read must wait for the standby).
 //
 // Each Claim draws a nonce that the claim it is granted records. When the
 // connection fails after the statement was sent (the grant may have been
@@ -61,10 +64,10 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	if err := store.CheckDuration("lease", lease); err != nil {
 		return store.ClaimResult{}, err
 	}
-	if opts.LikelyNew && !s.confirmReads {
-		// One statement that reads and claims (idem_claim_many): a miss
-		// costs one round trip instead of two, a replay a function call.
-		// Not with ConfirmReads: its read does not wait for the standby.
+	likelyNew := opts.LikelyNew && !s.confirmReads // ConfirmReads: the read must wait for the standby
+	if likelyNew && s.citus.distributed {
+		// One function call that reads and claims (idem_claim_many),
+		// delegated to the scope's worker like every claim on Citus.
 		rs, err := s.claimMany(ctx, scope, []store.Entry{e}, lease, opts)
 		if err != nil {
 			return store.ClaimResult{}, err
@@ -77,11 +80,18 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		row          recordScan
 	)
 	nonce := newNonce()
+	ttl := micros(opts.TTL(s.defaultTTL))
 	// Sent again whatever happened to the connection: the nonce makes a
 	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		err := conn.QueryRow(ctx, s.sql.ClaimRead, scope, e.Key[:], e.Fingerprint[:], nonce).
-			Scan(append([]any{&decides, &won}, row.targets()...)...)
+		var first pgx.Row
+		if likelyNew {
+			// The read, or the insert of a new record (claimNewSQL).
+			first = conn.QueryRow(ctx, s.sql.ClaimNew, scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq)
+		} else {
+			first = conn.QueryRow(ctx, s.sql.ClaimRead, scope, e.Key[:], e.Fingerprint[:], nonce)
+		}
+		err := first.Scan(append([]any{&decides, &won}, row.targets()...)...)
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}
@@ -94,7 +104,7 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 			return err
 		}
 		return conn.QueryRow(ctx, s.sql.Claim,
-			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), micros(opts.TTL(s.defaultTTL)), nonce,
+			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce,
 		).Scan(append([]any{&won}, row.targets()...)...)
 	})
 	if err != nil {

@@ -106,3 +106,43 @@ func TestConfirmedReadsConfirmEveryReplay(t *testing.T) {
 		require.True(t, confirmed, "%s handed out an outcome no confirmed read found", name)
 	}
 }
+
+// A Claim hinted as likely new of a call already stored replays it and
+// writes nothing: no token drawn, no lock on the scope row, the record as
+// it was (claimNewSQL inserts only when the key has no record).
+func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	e := store.Entry{Key: keyhash.IDKey("stored"), Fingerprint: keyhash.Fingerprint("tool", []byte(`{}`)), Tool: "tool"}
+	stored, _, err := st.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: []byte("result")}, store.WriteOptions{})
+	require.NoError(t, err)
+
+	state := func() (seq int64, scopeXmax, recordXmin string) {
+		t.Helper()
+		q := pgx.Identifier{schema}.Sanitize()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM `+q+`.idem_token_seq`).Scan(&seq))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT xmax::text FROM `+q+`.idem_scopes WHERE scope = 'run'`).Scan(&scopeXmax))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM `+q+`.idem_records WHERE scope = 'run'`).Scan(&recordXmin))
+		return seq, scopeXmax, recordXmin
+	}
+	seq, scopeXmax, recordXmin := state()
+	res, err := st.Claim(ctx, "run", e, time.Minute, store.WriteOptions{LikelyNew: true})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimCompleted, res.State)
+	require.Equal(t, stored.Token, res.Record.Token)
+	seq2, scopeXmax2, recordXmin2 := state()
+	require.Equal(t, seq, seq2, "no token drawn")
+	require.Equal(t, scopeXmax, scopeXmax2, "the scope row not locked")
+	require.Equal(t, recordXmin, recordXmin2, "the record not rewritten")
+
+	// And a new call's hinted claim does insert, in one statement.
+	res, err = st.Claim(ctx, "run", store.Entry{Key: keyhash.IDKey("new"), Fingerprint: e.Fingerprint, Tool: "tool"}, time.Minute, store.WriteOptions{LikelyNew: true})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State)
+	require.Equal(t, 1, res.Claim.Attempt)
+	require.False(t, res.TakenOver)
+	seq3, _, _ := state()
+	require.Greater(t, seq3, seq2)
+}

@@ -56,6 +56,8 @@ func Args(name, schema string) ([]any, error) {
 		return []any{Scope, Key, Fingerprint, Nonce}, nil
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
+	case "ClaimNew":
+		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce, pgx.Identifier{schema, "idem_token_seq"}.Sanitize()}, nil
 	case "ClaimMany":
 		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
 			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
