@@ -150,7 +150,7 @@ func (s *Scoped) check(ctx context.Context) error {
 
 // execute runs a call whose entry is computed; fresh as entry says.
 func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh bool) (Result, error) {
-	if s.e.local != nil && !ended(ctx) {
+	if s.e.local != nil && ctx.Err() == nil { // a cancelled call is refused by the claim
 		if res, ok, err := s.replayLocal(ctx, ent); ok || err != nil {
 			return res, err
 		}
@@ -199,17 +199,6 @@ func (e *Idempotent) entry(call Call) (ent store.Entry, fresh bool, err error) {
 		e.keys.put(call, h, ent)
 	}
 	return ent, true, err
-}
-
-// ended reports whether ctx is done. It reads Done, one atomic load for a
-// context shared by many goroutines, where Err takes the context's mutex.
-func ended(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // replayLocal answers a replay from a store that holds its records in this
