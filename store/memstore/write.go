@@ -205,11 +205,17 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, res *store.ClaimResult) (ok bool, err error) {
 	now := s.clock.Now()
 	sh.mu.RLock()
-	old, sc := completed(sh, scopeName, e, now)
-	if old == nil {
+	sc := sh.scopes[scopeName]
+	if sc == nil || !sc.live(now) {
 		sh.mu.RUnlock()
 		return false, nil
 	}
+	old := sc.records[e.Key]
+	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
+		sh.mu.RUnlock()
+		return false, nil
+	}
+	sc.touch(now)
 	res.Record = old.rec
 	res.Record.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
@@ -220,23 +226,6 @@ func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, 
 	res.State = store.ClaimCompleted
 	sh.stats.replays.Add(1)
 	return true, nil
-}
-
-// completed returns e's completed record in the live scope scopeName, and
-// the scope (refreshing its last use), or nil when the key holds no such
-// record of this call: what a Claim replays. The caller holds sh's lock,
-// a read lock at least.
-func completed(sh *shard, scopeName string, e store.Entry, now time.Time) (*entry, *scope) {
-	sc := sh.scopes[scopeName]
-	if sc == nil || !sc.live(now) {
-		return nil, nil
-	}
-	old := sc.records[e.Key]
-	if old == nil || old.rec.Status != store.StatusCompleted || old.rec.Fingerprint != e.Fingerprint {
-		return nil, nil
-	}
-	sc.touch(now)
-	return old, sc
 }
 
 // ClaimMany claims each entry as Claim does, under one input check: bad

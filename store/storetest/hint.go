@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -83,7 +82,6 @@ func errorKind(err error) string {
 		{"fingerprint mismatch", store.ErrFingerprintMismatch},
 		{"invalid input", store.ErrInvalidInput},
 		{"unavailable", store.ErrUnavailable},
-		{"context", context.Canceled},
 	} {
 		if errors.Is(err, k.err) {
 			return k.name
