@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,6 +51,45 @@ func testClaimHintDecidesTheSame(t *testing.T, b Bundle) {
 		without, errWithout := s.Claim(ctx, st.scope, st.call("a "+st.name), longLease, noOpts)
 		with, errWith := s.Claim(ctx, st.scope, st.call("b "+st.name), longLease, hint)
 		requireSameDecision(t, st.name, without, errWithout, with, errWith)
+	}
+}
+
+// grantedClaimHandsBackTheStoredRecord: the record a granted claim hands
+// back is the record as stored, with or without store.WriteOptions.LikelyNew
+// (a store may build it from what it wrote rather than read it back): a
+// second caller's claim, which finds the claim in flight, reads the same
+// status, tool, fingerprint, token, lease, attempts and times.
+func testGrantedClaimHandsBackTheStoredRecord(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	for _, opts := range []store.WriteOptions{noOpts, {LikelyNew: true}} {
+		e := call(fmt.Sprintf("granted, likely new %v", opts.LikelyNew), `{}`)
+		granted, err := s.Claim(ctx, "run", e, longLease, opts)
+		require.NoError(t, err)
+		require.Equal(t, store.ClaimGranted, granted.State)
+		seen, err := s.Claim(ctx, "run", e, longLease, noOpts)
+		require.NoError(t, err)
+		require.Equal(t, store.ClaimInFlight, seen.State)
+		got, want := granted.Record, seen.Record
+		require.Equal(t, want.Status, got.Status)
+		require.Equal(t, want.Tool, got.Tool)
+		require.Equal(t, want.Fingerprint, got.Fingerprint)
+		require.Equal(t, want.Token, got.Token)
+		require.Equal(t, want.Attempts, got.Attempts)
+		require.Equal(t, want.LastError, got.LastError)
+		for _, tm := range []struct {
+			name      string
+			got, want time.Time
+		}{
+			{"lease", got.LeaseUntil, want.LeaseUntil},
+			{"created", got.CreatedAt, want.CreatedAt},
+			{"updated", got.UpdatedAt, want.UpdatedAt},
+			{"claimed", got.ClaimedAt, want.ClaimedAt},
+			{"expires", got.ExpiresAt, want.ExpiresAt},
+		} {
+			require.True(t, tm.got.Equal(tm.want), "%s at %v, stored %v (likely new %v)", tm.name, tm.got, tm.want, opts.LikelyNew)
+		}
+		require.Equal(t, granted.Claim.Token, want.Token)
+		require.True(t, granted.Claim.LeaseUntil.Equal(want.LeaseUntil))
 	}
 }
 

@@ -104,6 +104,7 @@ var guarantees = []guarantee{
 	{"DurationsAtTheExtremesAreRefusedOrHonoured", testDurationsAtTheExtremesAreRefusedOrHonoured},
 	{"ClaimManyDecidesEachEntryAsClaim", testClaimManyDecidesEachEntryAsClaim},
 	{"ClaimHintDecidesTheSame", testClaimHintDecidesTheSame},
+	{"GrantedClaimHandsBackTheStoredRecord", testGrantedClaimHandsBackTheStoredRecord},
 	{"NilContextIsRefused", testNilContextIsRefused},
 	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
 	{"StatsCountReplaysMissesClaimsWaitsTakeoversMismatches", testStatsCountReplaysMissesClaimsWaitsTakeoversMismatches},

@@ -32,57 +32,42 @@ WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND e
 // the claim's prior.
 //
 // Parameters: $1 scope, $2 key, $3 fingerprint, $4 the Claim's nonce.
-var claimReadSQL = `SELECT
-	` + claimDecision("$3", "$4") + `,
+const claimReadSQL = `SELECT
+	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
+	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = $3)        -- lapsed
+	  OR status = 3 /* released */) AS decides,
+	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
 	` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
 
-// claimDecision is the decides and won columns of a claim's read of a
-// record (claimReadSQL, claimNewSQL), the call's fingerprint and the
-// Claim's nonce being the parameters fp and nonce.
-func claimDecision(fp, nonce string) string {
-	return `NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
-	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = ` + fp + `)        -- lapsed
-	  OR status = 3 /* released */) AS decides,
-	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM ` + nonce + ` AS won`
-}
-
 // claimNewSQL is Claim's first step for a call that is likely new
 // (store.WriteOptions.LikelyNew), on plain PostgreSQL: it inserts the
 // pending record when the key has none, as idem_claim's INSERT does, and
-// otherwise is claimReadSQL. A plain statement, not a function call, so
-// that a miss costs what an INSERT costs (idem_claim_many of one key, the
-// function, cost 40 % more). The inserted row comes back with decides and
-// won set; an existing row as claimReadSQL returns it. No row at all (a
-// concurrent insert of the same key won the race): claimSQL decides, as
-// after a read that found none. The scope's expiry comes from
+// returns what the caller does not know of it: the token, the lease's end,
+// the time (created, updated and claimed at once) and the expiry. A plain
+// statement, not a function call, so that a miss costs what an INSERT
+// costs (idem_claim_many of one key, the function, cost 40 % more; a read
+// of the existing record in the same statement, 3 % more). No row: the key
+// has a record (or a concurrent insert won the race), and Claim goes on as
+// without the hint, with claimReadSQL. The scope's expiry comes from
 // idem_scope_expiry, as in idem_claim, and only when the insert is made:
-// the subquery gates the SELECT, so a replay writes nothing.
+// NOT EXISTS gates the SELECT, so a call already stored writes nothing (no
+// token drawn, no lock on the scope row).
 //
 // Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
 // $6 scope TTL (µs), $7 the Claim's nonce, $8 the schema's idem_token_seq,
 // qualified and quoted (a parameter: the schema marker is a comment, which
 // a string literal would keep, and the statement must run as written).
-var claimNewSQL = `WITH ins AS (
-	INSERT INTO /* schema */idem_records AS r
-		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
-		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
-	SELECT $1, $2, 1 /* pending */, $3, $4,
-		nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
-		now(), now(), /* schema */idem_scope_expiry($1, $6::bigint, now()), now(), $7
-	WHERE NOT EXISTS (SELECT FROM /* schema */idem_records WHERE scope = $1 AND key = $2)
-	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING ` + RecordColumns + `
-)
-SELECT true AS decides, true AS won, ` + RecordColumns + `
-FROM ins
-UNION ALL
-SELECT
-	` + claimDecision("$4", "$7") + `,
-	` + RecordColumns + `
-FROM /* schema */idem_records
-WHERE scope = $1 AND key = $2`
+const claimNewSQL = `INSERT INTO /* schema */idem_records AS r
+	(scope, key, status, tool, fingerprint, token, lease_until, attempts,
+	 created_at, updated_at, expires_at, claimed_at, claim_nonce)
+SELECT $1, $2, 1 /* pending */, $3, $4,
+	nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
+	now(), now(), /* schema */idem_scope_expiry($1, $6::bigint, now()), now(), $7
+WHERE NOT EXISTS (SELECT FROM /* schema */idem_records WHERE scope = $1 AND key = $2)
+ON CONFLICT (scope, key) DO NOTHING
+RETURNING token, lease_until, created_at, expires_at`
 
 // claimSQL takes the key of one call when it may (idem_claim, migration
 // 4), deciding again under the record's row lock on its latest version.
