@@ -99,11 +99,11 @@ func (f *fixture) storeClaimHit(ctx context.Context, c, n int) error {
 
 // storeClaimComplete is the store's miss under Execute in exclusive mode,
 // keyed as the raw side keys it (SHA-256 of the arguments), without the
-// executor around it.
+// executor around it; hinted as Execute hints a call new to its process.
 func (f *fixture) storeClaimComplete(ctx context.Context, c, _ int) error {
 	args, _ := f.newCall()
 	k := keyhash.Sum(sha256.Sum256(args))
-	res, err := f.st.Claim(ctx, f.scopes[c], store.Entry{Key: k, Fingerprint: k, Tool: benchTool}, executor.DefaultLease, store.WriteOptions{})
+	res, err := f.st.Claim(ctx, f.scopes[c], store.Entry{Key: k, Fingerprint: k, Tool: benchTool}, executor.DefaultLease, store.WriteOptions{LikelyNew: true})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (f *fixture) pairs() []*pair {
 		},
 		{
 			name:  CaseStoreClaimComplete,
-			path:  "store `Claim` + `Complete` (1 KiB) of a new call",
+			path:  "store `Claim` (hinted `LikelyNew`, as `Execute` does) + `Complete` (1 KiB) of a new call",
 			floor: "as for `Execute` miss",
 			raw:   f.rawMiss, lib: f.storeClaimComplete,
 		},
