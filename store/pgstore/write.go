@@ -110,7 +110,9 @@ func errNotConfirmed() error {
 }
 
 // Complete stores out for the claim c and returns the completed record; one
-// statement (completeSQL) that also wakes the key's waiters. It runs under
+// statement (completeLiveSQL, then completeSQL when the record's expiry
+// passed while its lease ran or c.Token is not current) that also wakes
+// the key's waiters. It runs under
 // context.WithoutCancel plus Config.WriteTimeout, so a caller that gives up
 // after the tool ran cannot lose its outcome. *store.LeaseLostError when
 // c.Token is not current.
@@ -188,8 +190,9 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	return rec, nil
 }
 
-// complete runs completeSQL on q; watched says whether a waiter marked
-// the record (the caller wakes it). Errors come back untranslated
+// complete runs completeLiveSQL on q, and completeSQL when that finds no
+// live record; watched says whether a waiter marked the record (the caller
+// wakes it). Errors come back untranslated
 // (pgx.ErrNoRows: the token is not current).
 //
 // A sealed result is bound to the claim's fingerprint, and the statement
@@ -212,9 +215,14 @@ func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out stor
 		fence = fp[:]
 	}
 	var row recordScan
-	err = q.QueryRow(ctx, s.sql.Complete,
-		c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, fence,
-	).Scan(append([]any{&watched}, row.targets()...)...)
+	args := []any{c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, fence}
+	targets := append([]any{&watched}, row.targets()...)
+	err = q.QueryRow(ctx, s.sql.CompleteLive, args...).Scan(targets...)
+	if isNoRows(err) {
+		// The token is not current, or the record's expiry passed while
+		// its lease ran: completeSQL decides both.
+		err = q.QueryRow(ctx, s.sql.Complete, args...).Scan(targets...)
+	}
 	if err != nil {
 		return store.Record{}, false, err
 	}

@@ -137,6 +137,25 @@ WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending *
   AND ($7::bytea IS NULL OR r.fingerprint = $7)
 RETURNING r.watched, ` + RecordColumns
 
+// completeLiveSQL is completeSQL for the common case, a record whose
+// expiry has not passed: that record has its scope's current expiry
+// already, so the statement leaves expires_at alone and never reads the
+// scope (completeSQL's CASE and its subquery on idem_scopes cost a
+// completion 5 % over a plain UPDATE, measured, even when the subquery
+// does not run: the executor opens and locks idem_scopes for it every
+// time). No row: the token is not current, or the record's expiry passed
+// while its lease ran; the store then sends completeSQL, which decides
+// both. Same parameters and columns as completeSQL.
+const completeLiveSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
+UPDATE /* schema */idem_records AS r SET
+	status = 2 /* completed */, outcome_kind = $4, encoding = $5, result = $6,
+	updated_at = c.t
+FROM clock c
+WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
+  AND r.expires_at > c.t
+  AND ($7::bytea IS NULL OR r.fingerprint = $7)
+RETURNING r.watched, ` + RecordColumns
+
 // releaseSQL turns a claim whose token is current into a released record
 // that keeps the failure ($4) for operators and ends its lease; watched as
 // in completeSQL (it is left set: the next claim resets it).

@@ -9,7 +9,7 @@ const SchemaMarker = "/* schema */"
 // Statements holds the SQL of one store, its schema filled in.
 type Statements struct {
 	// The call path.
-	Get, GetMany, ClaimRead, ClaimNew, Claim, ClaimMany, Put, Complete, Release, Renew, Watch, WaitCheck, Read, Notify string
+	Get, GetMany, ClaimRead, ClaimNew, Claim, ClaimMany, Put, Complete, CompleteLive, Release, Renew, Watch, WaitCheck, Read, Notify string
 	// The reads that hand out an outcome, confirmed on the synchronous
 	// standby (Config.ConfirmReads): each takes a row lock, whose commit
 	// waits for the standby.
@@ -49,6 +49,7 @@ func build(fill func(string) string) Statements {
 		ClaimMany:          fill(claimManySQL),
 		Put:                fill(putSQL),
 		Complete:           fill(completeSQL),
+		CompleteLive:       fill(completeLiveSQL),
 		Release:            fill(releaseSQL),
 		Renew:              fill(renewSQL),
 		Watch:              fill(watchSQL),
@@ -84,7 +85,7 @@ type Named struct {
 func (s Statements) All() []Named {
 	return []Named{
 		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"ClaimNew", s.ClaimNew}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
-		{"Complete", s.Complete}, {"Release", s.Release}, {"Renew", s.Renew},
+		{"Complete", s.Complete}, {"CompleteLive", s.CompleteLive}, {"Release", s.Release}, {"Renew", s.Renew},
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
 		{"ConfirmedGet", s.ConfirmedGet}, {"ConfirmedGetMany", s.ConfirmedGetMany},
 		{"ConfirmedClaimRead", s.ConfirmedClaimRead}, {"ConfirmedRead", s.ConfirmedRead},

@@ -31,7 +31,7 @@ func sum(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 // of ExtendScope and DeleteScope: on Citus each must be routed to the one
 // worker that holds its scope.
 var CallPath = []string{
-	"Get", "GetMany", "ClaimRead", "Claim", "ClaimMany", "Put", "Complete", "Release", "Renew", "Watch", "WaitCheck", "Read",
+	"Get", "GetMany", "ClaimRead", "Claim", "ClaimMany", "Put", "Complete", "CompleteLive", "Release", "Renew", "Watch", "WaitCheck", "Read",
 	"ExtendScope", "DeleteScopeRow", "DeleteScopeRecords",
 }
 
@@ -63,7 +63,7 @@ func Args(name, schema string) ([]any, error) {
 			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
 	case "Put":
 		return []any{Scope, Key, "send_mail", Fingerprint, int16(store.KindSuccess), int16(1), []byte("result"), ttl}, nil
-	case "Complete":
+	case "Complete", "CompleteLive":
 		return []any{Scope, Key, token, int16(store.KindSuccess), int16(1), []byte("result"), Fingerprint}, nil
 	case "Release":
 		return []any{Scope, Key, token, "the cause"}, nil
