@@ -10,10 +10,10 @@ import (
 // The replay path reads without a lock. Every live scope is also in
 // Store.scopes, every completed record also in its scope's done as an
 // immutable snapshot of what a replay needs, and a scope's expiry is
-// mirrored in an atomic (scope.expiry). Both maps are sync.Maps, whose
-// loads write nothing; they are keyed by a string and a keyhash.Sum, which
-// hash faster than one key of both. A replay
-// then writes no shared memory: a read lock writes its reader count, and
+// mirrored in an atomic (scope.expiry). Store.scopes is a sync.Map, a
+// scope's done a doneIndex (doneindex.go); loads from either write nothing,
+// and two look-ups, by a string and by a keyhash.Sum, cost less than one by
+// a key of both. A replay then writes no shared memory: a read lock writes its reader count, and
 // replays of one busy scope on different CPUs spent most of their time
 // moving that cache line between them (39 % of an in-memory replay at 8
 // callers on 2 CPUs, and no speed-up from the second CPU).
@@ -27,6 +27,7 @@ import (
 
 // done is the published snapshot of a completed record.
 type done struct {
+	key         keyhash.Sum
 	fingerprint keyhash.Sum
 	out         store.Outcome // out.Result as held: sealed when the store seals
 }
@@ -34,14 +35,14 @@ type done struct {
 // publish makes the completed record e of sc readable by replays. The
 // caller holds the shard's write lock.
 func publish(sc *scope, e *entry) {
-	sc.done.Store(e.rec.Key, &done{fingerprint: e.rec.Fingerprint, out: e.rec.Outcome})
+	sc.done.store(&done{key: e.rec.Key, fingerprint: e.rec.Fingerprint, out: e.rec.Outcome})
 }
 
 // unpublish takes back what publish made readable; the caller holds the
 // shard's write lock.
 func unpublish(sc *scope, e *entry) {
 	if e.rec.Status == store.StatusCompleted {
-		sc.done.Delete(e.rec.Key)
+		sc.done.remove(e.rec.Key)
 	}
 }
 
@@ -82,10 +83,10 @@ func (s *Store) ReplayLocal(scopeName string, e store.Entry) (store.Outcome, boo
 		return store.Outcome{}, false, nil
 	}
 	sc := v.(*scope)
-	if v, ok = sc.done.Load(e.Key); !ok {
+	d := sc.done.load(e.Key)
+	if d == nil {
 		return store.Outcome{}, false, nil
 	}
-	d := v.(*done)
 	now := s.clock.Now()
 	if d.fingerprint != e.Fingerprint || !sc.liveUnlocked(now) {
 		return store.Outcome{}, false, nil

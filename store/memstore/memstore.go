@@ -65,8 +65,8 @@ type scope struct {
 	records   map[keyhash.Sum]*entry // guarded by the shard's mu
 	pending   int                    // records with StatusPending; guarded by the shard's mu
 	// done holds the completed records as replays read them without the
-	// lock (done.go): keyhash.Sum -> *done.
-	done sync.Map
+	// lock (done.go).
+	done doneIndex
 	// expiry mirrors expiresAt for replays, which read it without the lock
 	// (done.go); set with setExpiry.
 	expiry atomic.Pointer[time.Time]
