@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -41,10 +42,9 @@ func newNonce() []byte {
 // itself (measured: a claim function that reads first costs a replay a
 // fifth more than a SELECT). With WriteOptions.LikelyNew (the executor's
 // calls new to its process) the first statement is claimNewSQL instead,
-// which inserts the pending record when the key has none: a new call is
-// claimed in one round trip, at the cost of an INSERT (on fast disks the
-// read was a third of a miss), and a call that has a record after all
-// goes on as without the hint (one round trip more). On Citus it is
+// which inserts the pending record when the key has none and is otherwise
+// the same read: a new call is claimed in one round trip, at the cost of an
+// INSERT (on fast disks the read was a third of a miss). On Citus it is
 // idem_claim_many of one key, delegated to the scope's worker; with
 // ConfirmReads the hint is ignored (the read must wait for the standby).
 //
@@ -84,21 +84,14 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	// Sent again whatever happened to the connection: the nonce makes a
 	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
+		var first pgx.Row
 		if likelyNew {
-			err := conn.QueryRow(ctx, s.sql.ClaimNew, scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq).
-				Scan(&row.token, &row.leaseUntil, &row.createdAt, &row.expiresAt)
-			if err == nil {
-				row.inserted(e)
-				won, prior = true, pgtype.Int2{}
-				return nil
-			}
-			if !isNoRows(err) {
-				return err
-			}
-			// The key has a record: decide as without the hint.
+			// The insert of a new record, or the read (claimNewSQL).
+			first = conn.QueryRow(ctx, s.sql.ClaimNew, scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq)
+		} else {
+			first = conn.QueryRow(ctx, s.sql.ClaimRead, scope, e.Key[:], e.Fingerprint[:], nonce)
 		}
-		err := conn.QueryRow(ctx, s.sql.ClaimRead, scope, e.Key[:], e.Fingerprint[:], nonce).
-			Scan(append([]any{&decides, &won}, row.targets()...)...)
+		err := first.Scan(append([]any{&decides, &won}, row.targets()...)...)
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}

@@ -107,13 +107,16 @@ func TestConfirmedReadsConfirmEveryReplay(t *testing.T) {
 	}
 }
 
-// A Claim hinted as likely new of a call already stored replays it and
-// writes nothing: no token drawn, no lock on the scope row, the record as
-// it was (claimNewSQL inserts only when the key has no record).
+// A Claim hinted as likely new of a call already stored replays it in one
+// statement and writes nothing: no token drawn, no lock on the scope row,
+// the record as it was (claimNewSQL inserts only when the key has no
+// record, and reads it otherwise). A new call's is one statement too.
 func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schema := newSchema(t)
+	var rec sqlRecorder
+	_, schema := newSchema(t)
+	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = &rec })
 	st := openStore(t, pool, schema, nil)
 	e := store.Entry{Key: keyhash.IDKey("stored"), Fingerprint: keyhash.Fingerprint("tool", []byte(`{}`)), Tool: "tool"}
 	stored, _, err := st.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: []byte("result")}, store.WriteOptions{})
@@ -128,8 +131,10 @@ func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
 		return seq, scopeXmax, recordXmin
 	}
 	seq, scopeXmax, recordXmin := state()
+	rec.take()
 	res, err := st.Claim(ctx, "run", e, time.Minute, store.WriteOptions{LikelyNew: true})
 	require.NoError(t, err)
+	require.Len(t, rec.take(), 1, "one statement")
 	require.Equal(t, store.ClaimCompleted, res.State)
 	require.Equal(t, stored.Token, res.Record.Token)
 	seq2, scopeXmax2, recordXmin2 := state()
@@ -138,8 +143,10 @@ func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
 	require.Equal(t, recordXmin, recordXmin2, "the record not rewritten")
 
 	// And a new call's hinted claim does insert, in one statement.
+	rec.take()
 	res, err = st.Claim(ctx, "run", store.Entry{Key: keyhash.IDKey("new"), Fingerprint: e.Fingerprint, Tool: "tool"}, time.Minute, store.WriteOptions{LikelyNew: true})
 	require.NoError(t, err)
+	require.Len(t, rec.take(), 1, "one statement")
 	require.Equal(t, store.ClaimGranted, res.State)
 	require.Equal(t, 1, res.Claim.Attempt)
 	require.False(t, res.TakenOver)

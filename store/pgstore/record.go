@@ -93,24 +93,6 @@ func (r *recordScan) targets() []any {
 		&r.lastError, &r.claimedAt}
 }
 
-// inserted completes the row of a pending record that claimNewSQL inserted
-// for e, which returns only what the database decided (token, lease's end,
-// time, expiry): the rest is what the statement wrote.
-func (r *recordScan) inserted(e store.Entry) {
-	*r = recordScan{
-		status:      int16(store.StatusPending),
-		tool:        e.Tool,
-		fingerprint: e.Fingerprint[:],
-		token:       r.token,
-		leaseUntil:  r.leaseUntil,
-		attempts:    1,
-		createdAt:   r.createdAt,
-		updatedAt:   r.createdAt,
-		expiresAt:   r.expiresAt,
-		claimedAt:   pgtype.Timestamptz{Time: r.createdAt, Valid: true},
-	}
-}
-
 // record builds the store.Record of a scanned row, its result (when
 // completed) decoded by c; see meta and open.
 func (r *recordScan) record(c resultCodec, scope string, key keyhash.Sum) (store.Record, error) {
