@@ -243,7 +243,6 @@ func TestAMigratingRoleThatDoesNotOwnTheTablesIsRefused(t *testing.T) {
 // (running the migrations cannot fix it) instead of "run migrate up".
 func TestAVersionTableAndTablesThatDisagreeAreNamed(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
 	for _, tc := range []struct {
 		name, drop, want string
 	}{
@@ -252,6 +251,9 @@ func TestAVersionTableAndTablesThatDisagreeAreNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// Its own context: a parallel subtest starts only when a slot
+			// is free, which may be after a context of its parent's expired.
+			ctx := testContext(t)
 			pool, name := pgtest.NewSchema(t)
 			_, err := pool.Exec(ctx, fmt.Sprintf(tc.drop, name))
 			require.NoError(t, err)

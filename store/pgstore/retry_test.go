@@ -79,7 +79,6 @@ func TestSerializationFailuresAndDeadlocksAreRetried(t *testing.T) {
 // and retries stop after MaxRetries, or at once with MaxRetries < 0.
 func TestRetriesStopWhereTheyCannotHelp(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
 	for _, tc := range []struct {
 		name       string
 		code       string
@@ -92,6 +91,9 @@ func TestRetriesStopWhereTheyCannotHelp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// Its own context: a parallel subtest starts only when a slot
+			// is free, which may be after a context of its parent's expired.
+			ctx := testContext(t)
 			pool, schema := newSchema(t)
 			st := openStore(t, pool, schema, &pgstore.Config{MaxRetries: tc.maxRetries, RetryBackoff: time.Millisecond})
 			attempts := injectFailures(ctx, t, pool, schema, tc.code, 100)
