@@ -22,8 +22,7 @@ const getManySQL = `SELECT key, ` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
 
-// claimReadSQL is Claim's first look, a primary-key read (claimNewSQL
-// repeats its decides and won for an existing record). decides: the
+// claimReadSQL is Claim's first look, a primary-key read. decides: the
 // record answers by itself (a live completed record, a live claim, a record
 // of another call), and the store decides from it without writing: a
 // replay costs what a SELECT costs. won: the record is a pending one
@@ -33,14 +32,21 @@ WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND e
 // the claim's prior.
 //
 // Parameters: $1 scope, $2 key, $3 fingerprint, $4 the Claim's nonce.
-const claimReadSQL = `SELECT
-	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
-	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = $3)        -- lapsed
-	  OR status = 3 /* released */) AS decides,
-	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $4 AS won,
+var claimReadSQL = `SELECT
+	` + claimDecision("$3", "$4") + `,
 	` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
+
+// claimDecision is the decides and won columns of a claim's read of a
+// record (claimReadSQL, claimNewSQL), the call's fingerprint and the
+// Claim's nonce being the parameters fp and nonce.
+func claimDecision(fp, nonce string) string {
+	return `NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
+	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = ` + fp + `)        -- lapsed
+	  OR status = 3 /* released */) AS decides,
+	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM ` + nonce + ` AS won`
+}
 
 // claimNewSQL is Claim's first step for a call that is likely new
 // (store.WriteOptions.LikelyNew), on plain PostgreSQL: it inserts the
@@ -63,7 +69,7 @@ WHERE scope = $1 AND key = $2`
 // $6 scope TTL (µs), $7 the Claim's nonce, $8 the schema's idem_token_seq,
 // qualified and quoted (a parameter: the schema marker is a comment, which
 // a string literal would keep, and the statement must run as written).
-const claimNewSQL = `WITH ins AS (
+var claimNewSQL = `WITH ins AS (
 	INSERT INTO /* schema */idem_records AS r
 		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
 		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
@@ -81,10 +87,7 @@ SELECT true AS decides, true AS won,
 FROM ins
 UNION ALL
 SELECT
-	NOT ((expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())) -- dead
-	  OR (status = 1 /* pending */ AND lease_until <= now() AND fingerprint = $4)        -- lapsed
-	  OR status = 3 /* released */) AS decides,
-	status = 1 /* pending */ AND claim_nonce IS NOT DISTINCT FROM $7 AS won,
+	` + claimDecision("$4", "$7") + `,
 	` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
