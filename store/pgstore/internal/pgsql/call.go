@@ -165,8 +165,8 @@ RETURNING r.watched, ` + RecordColumns
 // already, so the statement leaves expires_at alone and never reads the
 // scope (completeSQL's CASE and its subquery on idem_scopes cost a
 // completion 5 % over a plain UPDATE, measured, even when the subquery
-// does not run: the executor opens and locks idem_scopes for it every
-// time). No row: the token is not current, or the record's expiry passed
+// does not run: PostgreSQL opens and locks idem_scopes for it on every
+// run). No row: the token is not current, or the record's expiry passed
 // while its lease ran; the store then sends completeSQL, which decides
 // both. Same parameters and columns as completeSQL.
 const completeLiveSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
