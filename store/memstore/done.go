@@ -13,10 +13,11 @@ import (
 // mirrored in an atomic (scope.expiry). Store.scopes is a sync.Map, a
 // scope's done a doneIndex (doneindex.go); loads from either write nothing,
 // and two look-ups, by a string and by a keyhash.Sum, cost less than one by
-// a key of both. A replay then writes no shared memory: a read lock writes its reader count, and
-// replays of one busy scope on different CPUs spent most of their time
-// moving that cache line between them (39 % of an in-memory replay at 8
-// callers on 2 CPUs, and no speed-up from the second CPU).
+// a key of both. A replay then writes no shared memory: a read lock writes
+// its reader count, and replays of one busy scope on different CPUs spent
+// most of their time moving that cache line between them (39 % of an
+// in-memory replay at 8 callers on 2 CPUs, and no speed-up from the
+// second CPU).
 //
 // The snapshot is published, and taken back, under the shard's write lock,
 // by the writes that complete a record (Put, Complete, ResolveStore) and

@@ -110,12 +110,11 @@ func errNotConfirmed() error {
 }
 
 // Complete stores out for the claim c and returns the completed record; one
-// statement (completeLiveSQL, then completeSQL when the record's expiry
-// passed while its lease ran or c.Token is not current) that also wakes
-// the key's waiters. It runs under
-// context.WithoutCancel plus Config.WriteTimeout, so a caller that gives up
-// after the tool ran cannot lose its outcome. *store.LeaseLostError when
-// c.Token is not current.
+// statement (completeLiveSQL; completeSQL after it when the record's
+// expiry passed while its lease ran or c.Token is not current) that also
+// wakes the key's waiters. It runs under context.WithoutCancel plus
+// Config.WriteTimeout, so a caller that gives up after the tool ran cannot
+// lose its outcome. *store.LeaseLostError when c.Token is not current.
 //
 // When the connection fails after the statement was sent (the commit's
 // acknowledgement may be lost), Complete reads the record back rather than
