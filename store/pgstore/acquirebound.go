@@ -45,3 +45,15 @@ func (b *acquireBound) current() context.Context {
 	b.cur.Store(&boundWindow{ctx: ctx, cancel: cancel, until: until})
 	return ctx
 }
+
+// boundedContext is a context that can never be cancelled, bounded by a
+// shared deadline: the bound's deadline, Done and Err, the context's values
+// (a tracer's span, say).
+type boundedContext struct {
+	context.Context // Done is nil
+	bound           context.Context
+}
+
+func (b boundedContext) Deadline() (time.Time, bool) { return b.bound.Deadline() }
+func (b boundedContext) Done() <-chan struct{}       { return b.bound.Done() }
+func (b boundedContext) Err() error                  { return b.bound.Err() }

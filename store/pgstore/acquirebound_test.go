@@ -32,3 +32,22 @@ func TestAcquireBoundIsAtLeastTheTimeoutAndSharesATimer(t *testing.T) {
 	<-old.Done()
 	require.ErrorIs(t, old.Err(), context.DeadlineExceeded)
 }
+
+// A context that can never be cancelled is bounded by the shared window and
+// keeps its own values.
+func TestBoundedContextHasTheBoundsDeadlineAndTheCallersValues(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	b := acquireBound{timeout: 50 * time.Millisecond}
+	bound := b.current()
+	ctx := boundedContext{Context: context.WithValue(context.Background(), key{}, "span"), bound: bound}
+	require.Equal(t, "span", ctx.Value(key{}))
+	want, _ := bound.Deadline()
+	got, ok := ctx.Deadline()
+	require.True(t, ok)
+	require.Equal(t, want, got)
+	require.NoError(t, ctx.Err())
+	<-ctx.Done()
+	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+	require.ErrorIs(t, context.Cause(ctx), context.DeadlineExceeded)
+}

@@ -25,16 +25,26 @@ import (
 func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 	actx := ctx
 	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.acquireTimeout {
-		// Not context.WithTimeout: a timer per operation, whose start wakes
-		// an idle thread of the runtime, cost 2-3 µs of a 60 µs replay,
-		// mostly for an acquire that finds an idle connection at once.
-		var cancel context.CancelCauseFunc
-		actx, cancel = context.WithCancelCause(ctx)
-		stop := context.AfterFunc(s.bound.current(), func() { cancel(context.DeadlineExceeded) })
-		defer func() {
-			stop()
-			cancel(nil)
-		}()
+		if ctx.Done() == nil {
+			// A context that can never be cancelled (Background, or an
+			// outcome write's WithoutCancel) takes the shared bound as it
+			// is, with no context of its own: a cancellable one costs an
+			// AfterFunc registered on the shared bound, and the callers of
+			// a busy store then queue for that bound's lock.
+			actx = boundedContext{Context: ctx, bound: s.bound.current()}
+		} else {
+			// Not context.WithTimeout: a timer per operation, whose start
+			// wakes an idle thread of the runtime, cost 2-3 µs of a 60 µs
+			// replay, mostly for an acquire that finds an idle connection
+			// at once.
+			var cancel context.CancelCauseFunc
+			actx, cancel = context.WithCancelCause(ctx)
+			stop := context.AfterFunc(s.bound.current(), func() { cancel(context.DeadlineExceeded) })
+			defer func() {
+				stop()
+				cancel(nil)
+			}()
+		}
 	}
 	start := time.Now()
 	conn, err := s.pool.Acquire(actx)

@@ -157,6 +157,11 @@ func TestPoolExhaustionGivesATypedErrorInTime(t *testing.T) {
 		},
 		"complete": func() error { _, err := st.Complete(ctx, c, success("x")); return err },
 		"wait":     func() error { return st.Wait(ctx, "run", e.Key, c.Token) },
+		// Bounded without a context of its own (boundedContext).
+		"get, a context never cancelled": func() error {
+			_, err := st.Get(context.WithoutCancel(ctx), "run", e.Key)
+			return err
+		},
 	} {
 		start := time.Now()
 		err := op()
