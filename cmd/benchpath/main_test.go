@@ -20,7 +20,7 @@ func noEnv(string) string { return "" }
 func TestParseFlagsDefaults(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	cfg, err := parseFlags(nil, &stderr, noEnv)
+	cfg, err := parseFlags(nil, &stderr, noEnv, &profileFlags{})
 	require.NoError(t, err)
 	require.Equal(t, benchpath.DefaultDuration, cfg.Duration)
 	require.Equal(t, benchpath.DefaultRounds, cfg.Rounds)
@@ -32,7 +32,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	cfg, err := parseFlags([]string{"-duration", "1s", "-rounds", "4", "-clients", "1, 2,16", "-cases", "execute-hit,turn-miss", "-records", "500"}, &stderr, noEnv)
+	cfg, err := parseFlags([]string{"-duration", "1s", "-rounds", "4", "-clients", "1, 2,16", "-cases", "execute-hit,turn-miss", "-records", "500"}, &stderr, noEnv, &profileFlags{})
 	require.NoError(t, err)
 	require.Equal(t, time.Second, cfg.Duration)
 	require.Equal(t, 4, cfg.Rounds)
@@ -52,7 +52,7 @@ func TestScaleFromEnvironment(t *testing.T) {
 				return v
 			}
 			return ""
-		})
+		}, &profileFlags{})
 		require.NoError(t, err)
 		require.Equal(t, want, slices.Contains(cfg.Cases, benchpath.CaseScale), "%s=%q", EnvScale, v)
 	}
@@ -65,7 +65,7 @@ func TestDatabaseURLFromEnvironment(t *testing.T) {
 			return "postgres://db.example/x"
 		}
 		return ""
-	})
+	}, &profileFlags{})
 	require.NoError(t, err)
 	require.Equal(t, "postgres://db.example/x", cfg.DatabaseURL)
 }
@@ -78,10 +78,10 @@ func TestParseFlagsRefuses(t *testing.T) {
 		"stray argument":       {"run"},
 		"unknown flag":         {"-fast"},
 	} {
-		_, err := parseFlags(args, &bytes.Buffer{}, noEnv)
+		_, err := parseFlags(args, &bytes.Buffer{}, noEnv, &profileFlags{})
 		require.Error(t, err, name)
 	}
-	_, err := parseFlags([]string{"-h"}, &bytes.Buffer{}, noEnv)
+	_, err := parseFlags([]string{"-h"}, &bytes.Buffer{}, noEnv, &profileFlags{})
 	require.ErrorIs(t, err, flag.ErrHelp)
 }
 

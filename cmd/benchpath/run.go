@@ -28,7 +28,8 @@ const (
 
 // run is the command with its arguments and streams, for tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr, os.Getenv)
+	var prof profileFlags
+	cfg, err := parseFlags(args, stderr, os.Getenv, &prof)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -37,6 +38,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Out, cfg.Log = stdout, stderr
+	if prof.path != "" {
+		stop, err := startCPUProfile(prof.path)
+		if err != nil {
+			fmt.Fprintf(stderr, "benchpath: %v\n", err)
+			return exitFailed
+		}
+		defer stop()
+	}
 	if err := benchpath.Run(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "benchpath: %v\n", err)
 		var ce *benchpath.ConfigError
@@ -50,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // parseFlags turns the command line (and the environment, through getenv)
 // into a Config.
-func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*benchpath.Config, error) {
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string, prof *profileFlags) (*benchpath.Config, error) {
 	cfg := &benchpath.Config{}
 	fs := flag.NewFlagSet("benchpath", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -75,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fs.IntVar(&cfg.ScaleRecords, "scale-records", benchpath.DefaultScaleRecords, "records of the large table of scale")
 	fs.StringVar(&cfg.CitusURL, "citus-url", getenv("TEST_CITUS_URL"), "Citus coordinator of scale-out (default $TEST_CITUS_URL; empty: start a cluster with the scripts of $IDEMSTORE_CITUS_DIR, as root, or skip scale-out)")
 	scaleOutClients := fs.String("scale-out-clients", joinInts(benchpath.DefaultScaleOutClients), "numbers of concurrent callers of scale-out, comma-separated")
+	fs.StringVar(&prof.path, "cpuprofile", "", "write a CPU profile of the whole run (both sides of every pair) to this file, for go tool pprof")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
