@@ -217,6 +217,14 @@ func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out stor
 	args := []any{c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, fence}
 	targets := append([]any{&watched}, row.targets()...)
 	err = q.QueryRow(ctx, s.sql.CompleteLive, args...).Scan(targets...)
+	if err == nil {
+		// completeLiveSQL sends no result back: it is out's.
+		if rec, err = row.meta(c.Scope, c.Key); err != nil {
+			return store.Record{}, false, err
+		}
+		rec.Outcome = out
+		return rec, watched, nil
+	}
 	if isNoRows(err) {
 		// The token is not current, or the record's expiry passed while
 		// its lease ran: completeSQL decides both.

@@ -63,7 +63,10 @@ func claimDecision(fp, nonce string) string {
 // claimSQL decides, as after a read that found none. The scope's expiry
 // comes from idem_scope_expiry, as in idem_claim, and only when the insert
 // is made: NOT EXISTS gates the SELECT, so a replay writes nothing (no
-// token drawn, no lock on the scope row).
+// token drawn, no lock on the scope row). The read is gated by the insert
+// in turn: a statement does not see its own CTE's insert, so after one the
+// read can only find nothing, and skipping its index probe takes a fifth
+// of the buffers a new call's claim touches (18 to 14, EXPLAIN BUFFERS).
 //
 // Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
 // $6 scope TTL (µs), $7 the Claim's nonce, $8 the schema's idem_token_seq,
@@ -90,7 +93,7 @@ SELECT
 	` + claimDecision("$4", "$7") + `,
 	` + RecordColumns + `
 FROM /* schema */idem_records
-WHERE scope = $1 AND key = $2`
+WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT FROM ins)`
 
 // claimSQL takes the key of one call when it may (idem_claim, migration
 // 4), deciding again under the record's row lock on its latest version.
@@ -168,7 +171,10 @@ RETURNING r.watched, ` + RecordColumns
 // does not run: PostgreSQL opens and locks idem_scopes for it on every
 // run). No row: the token is not current, or the record's expiry passed
 // while its lease ran; the store then sends completeSQL, which decides
-// both. Same parameters and columns as completeSQL.
+// both. Same parameters and columns as completeSQL, but for result, which
+// comes back NULL: the caller has the outcome it just wrote, and sending
+// it back made the reply as large as the request, read and copied by the
+// client for nothing.
 const completeLiveSQL = `WITH clock AS MATERIALIZED (SELECT statement_timestamp() AS t)
 UPDATE /* schema */idem_records AS r SET
 	status = 2 /* completed */, outcome_kind = $4, encoding = $5, result = $6,
@@ -177,7 +183,8 @@ FROM clock c
 WHERE r.scope = $1 AND r.key = $2 AND r.token = $3 AND r.status = 1 /* pending */
   AND r.expires_at > c.t
   AND ($7::bytea IS NULL OR r.fingerprint = $7)
-RETURNING r.watched, ` + RecordColumns
+RETURNING r.watched, status, tool, fingerprint, outcome_kind, encoding, NULL::bytea AS result,
+	token, lease_until, attempts, created_at, updated_at, expires_at, last_error, claimed_at`
 
 // releaseSQL turns a claim whose token is current into a released record
 // that keeps the failure ($4) for operators and ends its lease; watched as
