@@ -110,9 +110,10 @@ func errNotConfirmed() error {
 }
 
 // Complete stores out for the claim c and returns the completed record; one
-// statement (completeLiveSQL; completeSQL after it when the record's
-// expiry passed while its lease ran or c.Token is not current) that also
-// wakes the key's waiters. It runs under context.WithoutCancel plus
+// statement (completeLiveSQL, whose record carries out as given rather than
+// the result read back; completeSQL after it when the record's expiry
+// passed while its lease ran or c.Token is not current) that also wakes the
+// key's waiters. It runs under context.WithoutCancel plus
 // Config.WriteTimeout, so a caller that gives up after the tool ran cannot
 // lose its outcome. *store.LeaseLostError when c.Token is not current.
 //
