@@ -173,6 +173,14 @@ func TestBrokenStoresAreCaughtByTheChaosChecks(t *testing.T) {
 			prof := ShortProfile()
 			prof.Name, prof.Acks, prof.KillsPerPoint, prof.DBRestarts, prof.DBCrashes, prof.ConnResets = "fault", 100, 0, 0, 0, 0
 			keys := defaultKeySpace()
+			if fault == FaultStealLiveClaims || fault == FaultStaleComplete {
+				// A claim is stolen only when a worker asks for a key that
+				// the other worker's process holds: one key a slot, and
+				// slots long enough for a call, make both ask for it at
+				// once (with three keys a 40 ms slot, a loaded machine ran
+				// whole runs without a single meeting).
+				keys.KeysPerSlot, keys.SlotMillis = 1, 200
+			}
 			switch fault {
 			case FaultStaleComplete:
 				// Only a robbed holder that completes through the store
