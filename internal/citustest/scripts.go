@@ -22,13 +22,22 @@ const (
 	clusterTimeout = 2 * time.Minute
 )
 
-// Port bases tried for cluster.sh, in order: multiples of 3 so that the
-// three ports of two bases never overlap, below the scripts' own default
-// (56100) so that a cluster started by hand is never in the way.
+// Port bases tried for cluster.sh, in order, 3 apart so that the three
+// ports of two bases never overlap; below the kernel's ephemeral range
+// (32768 and up on Linux by default), where a test's outgoing connection
+// could take a node's port between the check that it is free and the
+// node's start (seen in CI: pg_ctl could not start at 41000), and far below
+// the scripts' own default (56100), so that a cluster started by hand is
+// never in the way.
 const (
-	firstBase = 41000
-	lastBase  = 50000
+	firstBase = 22000
+	lastBase  = 31000
 )
+
+// startAttempts is how many port bases a start may fail on before the
+// failure is reported: a port taken at the last moment costs a base, a
+// cluster that cannot start at all fails as many times.
+const startAttempts = 3
 
 // libDir is where build.sh installs the extension (pg_config --pkglibdir
 // of the machine's PostgreSQL 15).
@@ -65,9 +74,14 @@ func startScripts(ctx context.Context, log func(string)) (*scriptCluster, string
 			return nil, "", fmt.Errorf("build.sh: %w\n%s", err, out)
 		}
 	}
+	failed := 0
 	for base := firstBase; base+2 < lastBase; base += 3 {
 		c, url, err := tryBase(ctx, dir, base)
 		if err != nil {
+			if failed++; failed < startAttempts && ctx.Err() == nil {
+				log(fmt.Sprintf("%v; trying the next port base", err))
+				continue
+			}
 			return nil, "", err
 		}
 		if c != nil {
