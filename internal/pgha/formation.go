@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
-	tcexec "github.com/testcontainers/testcontainers-go/exec"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
@@ -276,18 +276,22 @@ func (f *Formation) Stop() error {
 // exec runs a bash script as root in the formation's container and returns
 // what it printed; a non-zero exit is an error carrying that output.
 func (f *Formation) exec(ctx context.Context, script string) (string, error) {
-	code, r, err := f.ctr.Exec(ctx, []string{"bash", "-euc", script}, tcexec.Multiplexed())
+	code, r, err := f.ctr.Exec(ctx, []string{"bash", "-euc", script})
 	if err != nil {
 		return "", fmt.Errorf("pgha: exec in the formation: %w", err)
 	}
-	out, err := io.ReadAll(r)
-	if err != nil {
+	// stdout and stderr apart: callers read pids from stdout, and a
+	// warning on stderr (a process that exited while the script read its
+	// /proc entry) must not become part of what they pass to kill.
+	var stdout, stderr strings.Builder
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, r); err != nil {
 		return "", fmt.Errorf("pgha: exec in the formation: read output: %w", err)
 	}
 	if code != 0 {
-		return string(out), fmt.Errorf("pgha: exec in the formation: exit %d: %s", code, strings.TrimSpace(string(out)))
+		return stdout.String(), fmt.Errorf("pgha: exec in the formation: exit %d: %s",
+			code, strings.TrimSpace(stdout.String()+"\n"+stderr.String()))
 	}
-	return string(out), nil
+	return stdout.String(), nil
 }
 
 // freePorts returns n distinct ports the kernel just handed out on

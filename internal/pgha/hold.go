@@ -100,7 +100,7 @@ func (h *Hold) Failover(ctx context.Context) (FailoverResult, error) {
 		# The node's pg_autoctl and its services (its direct children).
 		procs=$sup
 		for stat in /proc/[0-9]*/stat; do
-			read -r pid comm _ ppid _ <"$stat" 2>/dev/null || continue
+			{ read -r pid comm _ ppid _ <"$stat"; } 2>/dev/null || continue
 			if [ "$ppid" = "$sup" ] && [ "$comm" = "(pg_autoctl)" ]; then procs="$procs $pid"; fi
 		done
 		kill -STOP $procs
