@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
+	"github.com/idemstore/idemstore/store/pgstore/internal/pgsqltest"
 )
 
 // A Claim or Put that only reads (a replay, a claim in flight, a
@@ -60,4 +63,101 @@ func TestReadOnlyClaimTakesNoLock(t *testing.T) {
 	requireBlocked(t, claimed)
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, store.ClaimGranted, within(t, 10*time.Second, claimed).State)
+}
+
+// claimInFlight runs the store's claim of a new call (ClaimNew, the
+// statement Claim sends with WriteOptions.LikelyNew) of pgsqltest's sample
+// call in a transaction it leaves open: a claim whose commit has not come
+// yet. The caller ends the transaction.
+func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string) pgx.Tx {
+	t.Helper()
+	args, err := pgsqltest.Args("ClaimNew", schema)
+	require.NoError(t, err)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	rows, err := tx.Query(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ClaimNew, args...)
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	row, err := rows.Values() // decides, won, the record
+	require.NoError(t, err)
+	rows.Close()
+	require.NoError(t, rows.Err())
+	require.Equal(t, []any{true, true}, row[:2], "the sample call is new and claimed")
+	return tx
+}
+
+// awaitAdvisoryWait returns once some session waits for an advisory lock:
+// the scope operation under test has reached the scope's lock.
+func awaitAdvisoryWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "no session waits for the scope's advisory lock")
+}
+
+// A new call's claim orders itself with ExtendScope and DeleteScope by the
+// scope's advisory lock instead of its row (migration 5): the row stays
+// unlocked while the claim is in flight (locking it wrote a WAL record, and
+// a MultiXact when a turn's calls claim at once), yet ExtendScope waits for
+// the claim and extends the record it wrote.
+func TestNewCallsClaimLeavesTheScopeRowUnlockedAndExtendScopeWaitsForIt(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	mustClaim(ctx, t, st, pgsqltest.Scope, entry("first", `{}`), time.Hour) // a live scope row
+	tx := claimInFlight(ctx, t, pool, schema)
+
+	other, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = other.Exec(ctx, "SELECT FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = $1 FOR UPDATE NOWAIT", pgsqltest.Scope)
+	require.NoError(t, err, "a new call's claim in flight leaves the scope's row unlocked")
+	require.NoError(t, other.Rollback(ctx))
+
+	extended := make(chan error, 1)
+	go func() { extended <- st.ExtendScope(ctx, pgsqltest.Scope, 48*time.Hour) }()
+	awaitAdvisoryWait(ctx, t, pool)
+	requireBlocked(t, extended)
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, within(t, 10*time.Second, extended))
+
+	var same bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT r.expires_at = sc.expires_at AND sc.expires_at > now() + interval '47 hours'
+		FROM `+pgx.Identifier{schema, "idem_records"}.Sanitize()+` r
+		JOIN `+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+` sc USING (scope)
+		WHERE r.scope = $1 AND r.key = $2`, pgsqltest.Scope, pgsqltest.Key).Scan(&same))
+	require.True(t, same, "the record claimed during ExtendScope has the extended expiry")
+}
+
+// DeleteScope waits for a new call's claim in flight and removes the record
+// it wrote, as it does a record claimed before: no record of the scope
+// outlives it.
+func TestDeleteScopeWaitsForANewCallsClaimInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	mustClaim(ctx, t, st, pgsqltest.Scope, entry("first", `{}`), time.Hour)
+	tx := claimInFlight(ctx, t, pool, schema)
+
+	type deletion struct {
+		n   int
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		n, err := st.DeleteScope(ctx, pgsqltest.Scope)
+		deleted <- deletion{n, err}
+	}()
+	awaitAdvisoryWait(ctx, t, pool)
+	requireBlocked(t, deleted)
+	require.NoError(t, tx.Commit(ctx))
+	d := within(t, 10*time.Second, deleted)
+	require.NoError(t, d.err)
+	require.Equal(t, 2, d.n, "the record claimed before and the one claimed during DeleteScope")
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
 }

@@ -57,6 +57,13 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 	var n int64
 	err := s.do(ctx, "delete scope", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, scopeTxOptions, func(tx pgx.Tx) error {
+			if !s.citus.distributed {
+				// The scope's lock: new calls' claims in flight hold it,
+				// not the scope's row (see pgsql's deleteScopeLockSQL).
+				if _, err := tx.Exec(ctx, s.sql.DeleteScopeLock, scope); err != nil {
+					return err
+				}
+			}
 			if _, err := tx.Exec(ctx, s.sql.DeleteScopeRow, scope); err != nil {
 				return err
 			}

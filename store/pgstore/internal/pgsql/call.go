@@ -61,12 +61,16 @@ func claimDecision(fp, nonce string) string {
 // stored is replayed by one statement, not two (1.15 against 2 times a
 // read). No row at all (a concurrent insert of the same key won the race):
 // claimSQL decides, as after a read that found none. The scope's expiry
-// comes from idem_scope_expiry, as in idem_claim, and only when the insert
-// is made: NOT EXISTS gates the SELECT, so a replay writes nothing (no
-// token drawn, no lock on the scope row). The read is gated by the insert
-// in turn: a statement does not see its own CTE's insert, so after one the
-// read can only find nothing, and skipping its index probe takes a fifth
-// of the buffers a new call's claim touches (18 to 14, EXPLAIN BUFFERS).
+// comes from idem_scope_expiry_shared (migration 5), and only when the
+// insert is made: NOT EXISTS gates the SELECT, so a replay writes nothing
+// and locks nothing (no token drawn, no scope lock). That function orders
+// the claim with ExtendScope and DeleteScope by the scope's advisory lock,
+// which writes nothing, where idem_claim locks the scope's row (a WAL
+// record, and a MultiXact when calls of one scope claim at once). The
+// read is gated by the insert in turn: a statement does not see its own
+// CTE's insert, so after one the read can only find nothing, and skipping
+// its index probe takes a fifth of the buffers a new call's claim touches
+// (18 to 14, EXPLAIN BUFFERS).
 //
 // Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
 // $6 scope TTL (µs), $7 the Claim's nonce, $8 the schema's idem_token_seq,
@@ -78,7 +82,7 @@ var claimNewSQL = `WITH ins AS (
 		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
 	SELECT $1, $2, 1 /* pending */, $3, $4,
 		nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
-		now(), now(), /* schema */idem_scope_expiry($1, $6::bigint, now()), now(), $7
+		now(), now(), /* schema */idem_scope_expiry_shared($1, $6::bigint, now()), now(), $7
 	WHERE NOT EXISTS (SELECT FROM /* schema */idem_records WHERE scope = $1 AND key = $2)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING token, lease_until, created_at, expires_at

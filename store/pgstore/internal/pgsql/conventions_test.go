@@ -14,21 +14,23 @@ import (
 	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
 )
 
-// functionsMigration is the migration that creates the functions the
-// statements call; its SQL follows the same conventions.
-const functionsMigration = "00004_functions.sql"
+// functionsMigrations are the migrations that create the functions the
+// statements call; their SQL follows the same conventions.
+var functionsMigrations = []string{"00004_functions.sql", "00005_scope_lock.sql"}
 
 // sources returns the SQL the conventions apply to: every statement as
-// written, and the functions' migration.
+// written, and the functions' migrations.
 func sources(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, n := range pgsql.AsWritten().All() {
 		out[n.Name] = n.SQL
 	}
-	b, err := fs.ReadFile(migrations.FS, functionsMigration)
-	require.NoError(t, err)
-	out[functionsMigration] = string(b)
+	for _, name := range functionsMigrations {
+		b, err := fs.ReadFile(migrations.FS, name)
+		require.NoError(t, err)
+		out[name] = string(b)
+	}
 	return out
 }
 
@@ -93,7 +95,7 @@ func stripLineComments(sql string) string {
 	return strings.Join(lines, "\n")
 }
 
-var storeObject = regexp.MustCompile(`(/\* schema \*/)?\bidem_(records|scopes|claim|claim_many|claim_result|put|extend_scope|resolve|remove_expired_here|token_seq|scope_expiry)\b`)
+var storeObject = regexp.MustCompile(`(/\* schema \*/)?\bidem_(records|scopes|claim|claim_many|claim_result|put|extend_scope|resolve|remove_expired_here|token_seq|scope_expiry|scope_expiry_shared)\b`)
 
 // definitions are the function definitions of the functions' migration:
 // the text between $sql$ quotes, which the migration runs with each marker
@@ -109,12 +111,13 @@ func TestEveryStoreObjectCarriesTheSchemaMarker(t *testing.T) {
 			require.NotEmpty(t, m[1], "%s names %s without the schema marker", n.Name, m[0])
 		}
 	}
-	migration := sources(t)[functionsMigration]
-	defs := definitions.FindAllStringSubmatch(migration, -1)
-	require.NotEmpty(t, defs)
-	for _, d := range defs {
-		for _, m := range storeObject.FindAllStringSubmatch(stripLineComments(d[1]), -1) {
-			require.NotEmpty(t, m[1], "%s: a function names %s without the schema marker", functionsMigration, m[0])
+	for _, name := range functionsMigrations {
+		defs := definitions.FindAllStringSubmatch(sources(t)[name], -1)
+		require.NotEmpty(t, defs)
+		for _, d := range defs {
+			for _, m := range storeObject.FindAllStringSubmatch(stripLineComments(d[1]), -1) {
+				require.NotEmpty(t, m[1], "%s: a function names %s without the schema marker", name, m[0])
+			}
 		}
 	}
 	for _, n := range pgsql.New(`"my schema"`).All() {

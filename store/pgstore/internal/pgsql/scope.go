@@ -14,7 +14,18 @@ import "strings"
 // Parameters: $1 scope, $2 TTL (µs).
 const extendScopeSQL = `SELECT /* schema */idem_extend_scope($1, $2)`
 
-// deleteScopeRowSQL (first statement of DeleteScope's transaction) removes
+// deleteScopeLockSQL (first statement of DeleteScope's transaction, on
+// plain PostgreSQL) takes the scope's advisory lock exclusively, as
+// idem_extend_scope does (migration 5): it waits for new calls' claims in
+// flight, which hold it shared and leave the scope's row unlocked, and
+// makes later ones wait until the scope is gone. On Citus every claim locks
+// the scope's row instead (the lock would have to be taken on the scope's
+// worker), and the store does not send it.
+//
+// Parameters: $1 scope.
+const deleteScopeLockSQL = `SELECT pg_advisory_xact_lock(1768187245 /* 'idem' */, hashtext($1))`
+
+// deleteScopeRowSQL (next statement of DeleteScope's transaction) removes
 // the scope row; its lock waits for writes in progress into the scope.
 //
 // Parameters: $1 scope.

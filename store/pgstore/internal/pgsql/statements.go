@@ -15,7 +15,7 @@ type Statements struct {
 	// waits for the standby.
 	ConfirmedGet, ConfirmedGetMany, ConfirmedClaimRead, ConfirmedRead string
 	// Scope maintenance.
-	ExtendScope, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
+	ExtendScope, DeleteScopeLock, DeleteScopeRow, DeleteScopeRecords, RemoveExpired string
 	// The operators' API.
 	Attention, AttentionInScope, Resolve string
 	// Encryption at rest: moving results to the current key.
@@ -61,6 +61,7 @@ func build(fill func(string) string) Statements {
 		ConfirmedRead:      fill(confirmed(readSQL)),
 		Notify:             fill(notifySQL),
 		ExtendScope:        fill(extendScopeSQL),
+		DeleteScopeLock:    fill(deleteScopeLockSQL),
 		DeleteScopeRow:     fill(deleteScopeRowSQL),
 		DeleteScopeRecords: fill(deleteScopeRecordsSQL),
 		RemoveExpired:      fill(removeExpiredSQL),
@@ -89,7 +90,7 @@ func (s Statements) All() []Named {
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
 		{"ConfirmedGet", s.ConfirmedGet}, {"ConfirmedGetMany", s.ConfirmedGetMany},
 		{"ConfirmedClaimRead", s.ConfirmedClaimRead}, {"ConfirmedRead", s.ConfirmedRead},
-		{"ExtendScope", s.ExtendScope}, {"DeleteScopeRow", s.DeleteScopeRow},
+		{"ExtendScope", s.ExtendScope}, {"DeleteScopeLock", s.DeleteScopeLock}, {"DeleteScopeRow", s.DeleteScopeRow},
 		{"DeleteScopeRecords", s.DeleteScopeRecords}, {"RemoveExpired", s.RemoveExpired},
 		{"Attention", s.Attention}, {"AttentionInScope", s.AttentionInScope}, {"Resolve", s.Resolve},
 		{"ResealList", s.ResealList}, {"Reseal", s.Reseal},

@@ -75,7 +75,7 @@ func Args(name, schema string) ([]any, error) {
 		return []any{"idemstore_" + schema, "k" + fmt.Sprintf("%x", Key) + Scope}, nil
 	case "ExtendScope":
 		return []any{Scope, ttl}, nil
-	case "DeleteScopeRow", "DeleteScopeRecords":
+	case "DeleteScopeLock", "DeleteScopeRow", "DeleteScopeRecords":
 		return []any{Scope}, nil
 	case "RemoveExpired":
 		return []any{1000}, nil
