@@ -43,11 +43,16 @@ $define$;
 
 -- idem_scope_expiry_shared is idem_scope_expiry for a new call's claim: the
 -- scope's advisory lock, shared, instead of its row FOR SHARE. The read is a
--- statement of its own, after the lock's: its snapshot is taken once the
--- lock was granted, so it sees what an ExtendScope or DeleteScope that held
--- the lock committed (the caller's statement's snapshot may be older). A new
--- or expired scope is started as idem_scope_expiry starts it, under the
--- upsert's row lock.
+-- statement of its own, after the lock's: under READ COMMITTED its snapshot
+-- is taken once the lock was granted, so it sees what an ExtendScope or
+-- DeleteScope that held the lock committed (the caller's statement's
+-- snapshot may be older). Under REPEATABLE READ or SERIALIZABLE (a
+-- database or role whose default_transaction_isolation says so) every
+-- statement reads the transaction's first snapshot, which a lock cannot
+-- refresh: there the row is locked FOR SHARE as idem_scope_expiry does,
+-- which fails with a serialization failure (retried by the store) when the
+-- row changed after the snapshot. A new or expired scope is started as
+-- idem_scope_expiry starts it, under the upsert's row lock.
 -- +goose StatementBegin
 SELECT pg_temp.idem_define($sql$
 CREATE FUNCTION /* schema */idem_scope_expiry_shared(p_scope text, p_ttl bigint, p_now timestamptz)
@@ -57,10 +62,17 @@ AS $fn$
 DECLARE
     v_expires timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1768187245 /* 'idem' */, hashtext(p_scope));
-    SELECT sc.expires_at INTO v_expires
-    FROM /* schema */idem_scopes sc
-    WHERE sc.scope = p_scope AND sc.expires_at > p_now;
+    IF current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM pg_advisory_xact_lock_shared(1768187245 /* 'idem' */, hashtext(p_scope));
+        SELECT sc.expires_at INTO v_expires
+        FROM /* schema */idem_scopes sc
+        WHERE sc.scope = p_scope AND sc.expires_at > p_now;
+    ELSE
+        SELECT sc.expires_at INTO v_expires
+        FROM /* schema */idem_scopes sc
+        WHERE sc.scope = p_scope AND sc.expires_at > p_now
+        FOR SHARE;
+    END IF;
     IF NOT FOUND THEN
         INSERT INTO /* schema */idem_scopes AS sc (scope, expires_at)
         VALUES (p_scope, p_now + p_ttl * interval '1 microsecond')

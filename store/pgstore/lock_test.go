@@ -161,3 +161,49 @@ func TestDeleteScopeWaitsForANewCallsClaimInFlight(t *testing.T) {
 	require.Equal(t, 2, d.n, "the record claimed before and the one claimed during DeleteScope")
 	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
 }
+
+// Under REPEATABLE READ (a database or role whose
+// default_transaction_isolation says so) a statement reads its
+// transaction's first snapshot, which no lock refreshes: a new call's claim
+// that waited for ExtendScope must still copy the extended expiry, not the
+// one its snapshot saw (there it locks the scope's row, fails with a
+// serialization failure and is sent again).
+func TestNewCallsClaimUnderRepeatableReadCopiesTheExpiryOfAnExtendScopeItWaitedFor(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	admin, schema := newSchema(t)
+	rr := newPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	})
+	st := openStore(t, rr, schema, nil)
+	mustClaim(ctx, t, st, "run", entry("first", `{}`), time.Hour)
+
+	ext, err := admin.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	require.NoError(t, err)
+	defer func() { _ = ext.Rollback(context.Background()) }()
+	_, err = ext.Exec(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ExtendScope, "run", (48 * time.Hour).Microseconds())
+	require.NoError(t, err)
+
+	claimed := make(chan store.ClaimResult, 1)
+	go func() {
+		res, err := st.Claim(ctx, "run", entry("second", `{}`), time.Hour, store.WriteOptions{LikelyNew: true})
+		if err != nil {
+			t.Error(err)
+		}
+		claimed <- res
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the claim waits for ExtendScope")
+	require.NoError(t, ext.Commit(ctx))
+	res := within(t, 10*time.Second, claimed)
+	require.Equal(t, store.ClaimGranted, res.State)
+
+	var extended time.Time
+	require.NoError(t, admin.QueryRow(ctx, "SELECT expires_at FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = 'run'").Scan(&extended))
+	require.Greater(t, time.Until(extended), 47*time.Hour)
+	require.True(t, res.Record.ExpiresAt.Equal(extended), "the claim copied the extended expiry %v, not %v", extended, res.Record.ExpiresAt)
+}
