@@ -160,18 +160,27 @@ func putMany(t *testing.T, b Bundle, s store.Store, scope string, n int, opts st
 // returns fewer than that only when it is done; live scopes are untouched.
 func testCleanupRemovesExpiredInBatches(t *testing.T, b Bundle) {
 	ctx, s := testContext(t), b.Store
+	started := time.Now()
 	putMany(t, b, s, "old-1", 25, ttl(shortTTL))
 	putMany(t, b, s, "old-2", 5, ttl(shortTTL))
 	live := putMany(t, b, s, "live", 3, noOpts)
 
 	n, err := s.RemoveExpired(ctx, 10)
 	require.NoError(t, err)
-	require.Zero(t, n, "nothing has expired yet")
+	// On a real clock a loaded machine can take longer than shortTTL over
+	// these 33 writes (CI did, with its failover tests running): then the
+	// first records' scope has expired, truly, and there is nothing to
+	// check here. A manual clock never gets there.
+	if time.Since(started) < shortTTL {
+		require.Zero(t, n, "nothing has expired yet")
+	} else {
+		t.Logf("the writes took %v, more than the short TTL: not checking that nothing expired yet", time.Since(started))
+	}
 
 	b.Advance(pastShort)
 
 	var batches []int
-	total := 0
+	total := n // what the first call removed when the writes outlasted shortTTL
 	for {
 		n, err := s.RemoveExpired(ctx, 10)
 		require.NoError(t, err)
