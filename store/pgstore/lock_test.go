@@ -87,16 +87,18 @@ func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema
 	return tx
 }
 
-// awaitAdvisoryWait returns once some session waits for an advisory lock:
-// the scope operation under test has reached the scope's lock.
+// awaitAdvisoryWait returns once some session waits for a scope's advisory
+// lock (migration 5: class 1768187245): the scope operation under test has
+// reached it. (awaitLockWait finds a waiting statement by its schema; the
+// lock DeleteScope sends first names none.)
 func awaitAdvisoryWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND classid = 1768187245 AND NOT granted`).Scan(&n)
 		return err == nil && n > 0
-	}, 10*time.Second, 10*time.Millisecond, "no session waits for the scope's advisory lock")
+	}, 10*time.Second, 10*time.Millisecond, "no session waits for a scope's advisory lock")
 }
 
 // A new call's claim orders itself with ExtendScope and DeleteScope by the
@@ -192,12 +194,7 @@ func TestNewCallsClaimUnderRepeatableReadCopiesTheExpiryOfAnExtendScopeItWaitedF
 		}
 		claimed <- res
 	}()
-	require.Eventually(t, func() bool {
-		var n int
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
-		return err == nil && n > 0
-	}, 10*time.Second, 10*time.Millisecond, "the claim waits for ExtendScope")
+	awaitLockWait(ctx, t, admin, schema) // the claim waits for ExtendScope (its row, here)
 	require.NoError(t, ext.Commit(ctx))
 	res := within(t, 10*time.Second, claimed)
 	require.Equal(t, store.ClaimGranted, res.State)
