@@ -46,13 +46,13 @@ $define$;
 -- statement of its own, after the lock's: under READ COMMITTED its snapshot
 -- is taken once the lock was granted, so it sees what an ExtendScope or
 -- DeleteScope that held the lock committed (the caller's statement's
--- snapshot may be older). Under REPEATABLE READ or SERIALIZABLE (a
--- database or role whose default_transaction_isolation says so) every
--- statement reads the transaction's first snapshot, which a lock cannot
--- refresh: there the row is locked FOR SHARE as idem_scope_expiry does,
--- which fails with a serialization failure (retried by the store) when the
--- row changed after the snapshot. A new or expired scope is started as
--- idem_scope_expiry starts it, under the upsert's row lock.
+-- snapshot may be older). A live scope is all it needs to read; the rest is
+-- idem_scope_expiry's: starting a new or expired scope (under the upsert's
+-- row lock), and every call under REPEATABLE READ or SERIALIZABLE (a
+-- database or role whose default_transaction_isolation says so), where
+-- every statement reads the transaction's first snapshot, which a lock
+-- cannot refresh, and only the row lock notices a later change (a
+-- serialization failure, which the store sends again).
 -- +goose StatementBegin
 SELECT pg_temp.idem_define($sql$
 CREATE FUNCTION /* schema */idem_scope_expiry_shared(p_scope text, p_ttl bigint, p_now timestamptz)
@@ -67,20 +67,11 @@ BEGIN
         SELECT sc.expires_at INTO v_expires
         FROM /* schema */idem_scopes sc
         WHERE sc.scope = p_scope AND sc.expires_at > p_now;
-    ELSE
-        SELECT sc.expires_at INTO v_expires
-        FROM /* schema */idem_scopes sc
-        WHERE sc.scope = p_scope AND sc.expires_at > p_now
-        FOR SHARE;
+        IF FOUND THEN
+            RETURN v_expires;
+        END IF;
     END IF;
-    IF NOT FOUND THEN
-        INSERT INTO /* schema */idem_scopes AS sc (scope, expires_at)
-        VALUES (p_scope, p_now + p_ttl * interval '1 microsecond')
-        ON CONFLICT (scope) DO UPDATE SET expires_at =
-            CASE WHEN sc.expires_at > p_now THEN sc.expires_at ELSE excluded.expires_at END
-        RETURNING sc.expires_at INTO v_expires;
-    END IF;
-    RETURN v_expires;
+    RETURN /* schema */idem_scope_expiry(p_scope, p_ttl, p_now);
 END
 $fn$
 $sql$);
