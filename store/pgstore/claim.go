@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -84,14 +83,12 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	// Sent again whatever happened to the connection: the nonce makes a
 	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		var first pgx.Row
+		sql, args := s.sql.ClaimRead, []any{scope, e.Key[:], e.Fingerprint[:], nonce}
 		if likelyNew {
 			// The insert of a new record, or the read (claimNewSQL).
-			first = conn.QueryRow(ctx, s.sql.ClaimNew, scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq)
-		} else {
-			first = conn.QueryRow(ctx, s.sql.ClaimRead, scope, e.Key[:], e.Fingerprint[:], nonce)
+			sql, args = s.sql.ClaimNew, []any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq}
 		}
-		err := first.Scan(append([]any{&decides, &won}, row.targets()...)...)
+		err := queryRow(ctx, conn, sql, args, append([]any{&decides, &won}, row.targets()...)...)
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}
@@ -103,9 +100,9 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		default:
 			return err
 		}
-		return conn.QueryRow(ctx, s.sql.Claim,
-			scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce,
-		).Scan(append([]any{&won}, row.targets()...)...)
+		return queryRow(ctx, conn, s.sql.Claim,
+			[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce},
+			append([]any{&won}, row.targets()...)...)
 	})
 	if err != nil {
 		return store.ClaimResult{}, s.translate("claim", err)

@@ -118,3 +118,35 @@ func TestCleanupUsesDatabaseClock(t *testing.T) {
 	_, err = now.Get(ctx, "run", e.Key)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// A dead record whose row another transaction keeps locked does not hold
+// the cleanup up: the batch skips the rows others hold (SKIP LOCKED) and
+// removes the rest. The locked record goes in a later batch, once its row
+// is free.
+func TestCleanupSkipsARowThatStaysLocked(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	locked := entry("locked", `{}`)
+	for _, e := range []store.Entry{locked, entry("a", `{}`), entry("b", `{}`)} {
+		_, _, err := st.Put(ctx, "old", e, success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
+	waitUntilExpired(ctx, t, pool, schema, 3)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	_, err = tx.Exec(ctx, "SELECT FROM "+pgx.Identifier{schema, "idem_records"}.Sanitize()+" WHERE key = $1 FOR UPDATE", locked.Key[:])
+	require.NoError(t, err)
+
+	n, err := st.RemoveExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the rows no one held")
+	require.NoError(t, tx.Rollback(ctx))
+	n, err = st.RemoveExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the row once it was free")
+	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
+}

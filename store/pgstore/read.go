@@ -26,7 +26,7 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 	}
 	var row recordScan
 	err := s.do(ctx, "lookup", rerunAlways, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.Get, scope, key[:]).Scan(row.targets()...)
+		return queryRow(ctx, conn, s.sql.Get, []any{scope, key[:]}, row.targets()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.stats.misses.Add(1)

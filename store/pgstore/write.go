@@ -217,7 +217,7 @@ func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out stor
 	var row recordScan
 	args := []any{c.Scope, c.Key[:], c.Token, int16(out.Kind), encoding, data, fence}
 	targets := append([]any{&watched}, row.targets()...)
-	err = q.QueryRow(ctx, s.sql.CompleteLive, args...).Scan(targets...)
+	err = queryRow(ctx, q, s.sql.CompleteLive, args, targets...)
 	if err == nil {
 		// completeLiveSQL sends no result back: it is out's.
 		if rec, err = row.meta(c.Scope, c.Key); err != nil {
@@ -229,7 +229,7 @@ func (s *Store) complete(ctx context.Context, q querier, c store.Claim, out stor
 	if isNoRows(err) {
 		// The token is not current, or the record's expiry passed while
 		// its lease ran: completeSQL decides both.
-		err = q.QueryRow(ctx, s.sql.Complete, args...).Scan(targets...)
+		err = queryRow(ctx, q, s.sql.Complete, args, targets...)
 	}
 	if err != nil {
 		return store.Record{}, false, err
