@@ -87,26 +87,9 @@ func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema
 	return tx
 }
 
-// awaitAdvisoryWait returns once some session waits for a scope's advisory
-// lock (migration 5: class 1768187245): the scope operation under test has
-// reached it. (awaitLockWait finds a waiting statement by its schema; the
-// lock DeleteScope sends first names none.)
-func awaitAdvisoryWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND classid = 1768187245 AND NOT granted`).Scan(&n)
-		return err == nil && n > 0
-	}, 10*time.Second, 10*time.Millisecond, "no session waits for a scope's advisory lock")
-}
-
-// A new call's claim orders itself with ExtendScope and DeleteScope by the
-// scope's advisory lock instead of its row (migration 5): the row stays
-// unlocked while the claim is in flight (locking it wrote a WAL record, and
-// a MultiXact when a turn's calls claim at once), yet ExtendScope waits for
-// the claim and extends the record it wrote.
-func TestNewCallsClaimLeavesTheScopeRowUnlockedAndExtendScopeWaitsForIt(t *testing.T) {
+// A new call's claim locks its scope's row (FOR SHARE) while in flight:
+// ExtendScope waits for it and extends the record it wrote.
+func TestExtendScopeWaitsForANewCallsClaimInFlightAndExtendsItsRecord(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
@@ -114,25 +97,59 @@ func TestNewCallsClaimLeavesTheScopeRowUnlockedAndExtendScopeWaitsForIt(t *testi
 	mustClaim(ctx, t, st, pgsqltest.Scope, entry("first", `{}`), time.Hour) // a live scope row
 	tx := claimInFlight(ctx, t, pool, schema)
 
-	other, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = other.Exec(ctx, "SELECT FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = $1 FOR UPDATE NOWAIT", pgsqltest.Scope)
-	require.NoError(t, err, "a new call's claim in flight leaves the scope's row unlocked")
-	require.NoError(t, other.Rollback(ctx))
-
 	extended := make(chan error, 1)
 	go func() { extended <- st.ExtendScope(ctx, pgsqltest.Scope, 48*time.Hour) }()
-	awaitAdvisoryWait(ctx, t, pool)
+	awaitLockWait(ctx, t, pool, schema)
 	requireBlocked(t, extended)
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, within(t, 10*time.Second, extended))
+	requireExtended(ctx, t, pool, schema, pgsqltest.Key)
+}
 
+// A new call's claim that waits for an ExtendScope in flight copies the
+// expiry it set, not the one the claim's statement saw when it started:
+// the scope's row, locked when ExtendScope commits, is read again in its
+// latest version.
+func TestNewCallsClaimThatWaitedForExtendScopeCopiesTheExtendedExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	mustClaim(ctx, t, st, "run", entry("first", `{}`), time.Hour)
+
+	ext, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	require.NoError(t, err)
+	defer func() { _ = ext.Rollback(context.Background()) }()
+	_, err = ext.Exec(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ExtendScope, "run", (48 * time.Hour).Microseconds())
+	require.NoError(t, err)
+
+	second := entry("second", `{}`)
+	claimed := make(chan store.ClaimResult, 1)
+	go func() {
+		res, err := st.Claim(ctx, "run", second, time.Hour, store.WriteOptions{LikelyNew: true})
+		if err != nil {
+			t.Error(err)
+		}
+		claimed <- res
+	}()
+	awaitLockWait(ctx, t, pool, schema) // the claim waits for ExtendScope's row lock
+	require.NoError(t, ext.Commit(ctx))
+	res := within(t, 10*time.Second, claimed)
+	require.Equal(t, store.ClaimGranted, res.State)
+	requireExtended(ctx, t, pool, schema, second.Key[:])
+	require.Greater(t, time.Until(res.Record.ExpiresAt), 47*time.Hour, "the claim reports the extended expiry")
+}
+
+// requireExtended requires the record of key to carry its scope's expiry,
+// extended to more than 47 hours.
+func requireExtended(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string, key []byte) {
+	t.Helper()
 	var same bool
 	require.NoError(t, pool.QueryRow(ctx, `SELECT r.expires_at = sc.expires_at AND sc.expires_at > now() + interval '47 hours'
 		FROM `+pgx.Identifier{schema, "idem_records"}.Sanitize()+` r
 		JOIN `+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+` sc USING (scope)
-		WHERE r.scope = $1 AND r.key = $2`, pgsqltest.Scope, pgsqltest.Key).Scan(&same))
-	require.True(t, same, "the record claimed during ExtendScope has the extended expiry")
+		WHERE r.key = $1`, key).Scan(&same))
+	require.True(t, same, "the record has its scope's extended expiry")
 }
 
 // DeleteScope waits for a new call's claim in flight and removes the record
@@ -155,7 +172,7 @@ func TestDeleteScopeWaitsForANewCallsClaimInFlight(t *testing.T) {
 		n, err := st.DeleteScope(ctx, pgsqltest.Scope)
 		deleted <- deletion{n, err}
 	}()
-	awaitAdvisoryWait(ctx, t, pool)
+	awaitLockWait(ctx, t, pool, schema) // DeleteScope waits for the scope's row
 	requireBlocked(t, deleted)
 	require.NoError(t, tx.Commit(ctx))
 	d := within(t, 10*time.Second, deleted)
