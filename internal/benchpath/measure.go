@@ -20,13 +20,33 @@ type sample struct {
 	ops     int64
 	elapsed time.Duration   // wall time, from the start of the callers to the end of the last
 	lat     []time.Duration // latencies of the sampled operations
+	// cpu is the machine's CPU time over the measurement (client,
+	// database, network, everything): what an operation costs on a
+	// machine whose CPUs are the bottleneck, and a figure a drift in the
+	// machine's speed moves less than throughput. Not ok off Linux.
+	cpu cpuTimes
 }
 
 // add accumulates another measurement of the same side.
 func (s *sample) add(o sample) {
+	first := s.ops == 0
 	s.ops += o.ops
 	s.elapsed += o.elapsed
 	s.lat = append(s.lat, o.lat...)
+	if first {
+		s.cpu = o.cpu
+	} else {
+		s.cpu = s.cpu.plus(o.cpu)
+	}
+}
+
+// cpuPerOp is the machine's busy CPU time per operation, and the client's
+// part of it, 0 when unknown.
+func (s sample) cpuPerOp() (all, client time.Duration) {
+	if !s.cpu.ok || s.ops == 0 {
+		return 0, 0
+	}
+	return s.cpu.busy / time.Duration(s.ops), s.cpu.self / time.Duration(s.ops)
 }
 
 // rate is operations per second.
@@ -112,10 +132,11 @@ func measureUntil(ctx context.Context, clients int, until <-chan struct{}, strid
 		}
 		stop.Store(true)
 	})
+	cpu0 := readCPU()
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
-	s := sample{elapsed: time.Since(t0)}
+	s := sample{elapsed: time.Since(t0), cpu: cpu0.since()}
 	close(done)
 	watcher.Wait()
 	for c := range clients {

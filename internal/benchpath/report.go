@@ -68,7 +68,7 @@ func writePairs(w io.Writer, cfg *Config, rs []pairResult) {
 	}
 
 	fmt.Fprintf(w, "\n## Details (ops/s over all rounds; latency of single operations)\n\n")
-	head = []string{"case", "callers", "raw ops/s", "library ops/s", "library/raw", "per round", "raw p50 / p99", "library p50 / p99"}
+	head = []string{"case", "callers", "raw ops/s", "library ops/s", "library/raw", "per round", "raw p50 / p99", "library p50 / p99", "CPU/op raw / library (client's)", "raw/library CPU"}
 	row(w, head...)
 	rule(w, len(head))
 	for _, r := range rs {
@@ -79,9 +79,47 @@ func writePairs(w io.Writer, cfg *Config, rs []pairResult) {
 		row(w, r.pair.name, fmt.Sprint(r.clients),
 			fmt.Sprintf("%.0f", r.raw.rate()), fmt.Sprintf("%.0f", r.lib.rate()),
 			fmt.Sprintf("%.2f", r.ratio()), strings.Join(rounds, ", "),
-			latencyPair(r.raw), latencyPair(r.lib))
+			latencyPair(r.raw), latencyPair(r.lib), cpuPair(r), cpuRatio(r))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\nCPU/op: the whole machine's busy CPU time (/proc/stat: client, database, network) per operation; raw/library CPU is the raw side's over the library's, 1.00 = no cost over the floor. Where the CPUs are the bottleneck (many callers) it is what throughput is made of, and a drift of the machine's speed moves it less. Stolen by the hypervisor during the run: %s.\n\n", stolen(rs))
+}
+
+// cpuPair is a pair's CPU per operation on each side, the client's part
+// in parentheses, "–" off Linux.
+func cpuPair(r pairResult) string {
+	raw, rawSelf := r.raw.cpuPerOp()
+	lib, libSelf := r.lib.cpuPerOp()
+	if raw == 0 || lib == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s (%s) / %s (%s)", fmtLatency(raw), fmtLatency(rawSelf), fmtLatency(lib), fmtLatency(libSelf))
+}
+
+// cpuRatio is the raw side's CPU per operation over the library's.
+func cpuRatio(r pairResult) string {
+	raw, _ := r.raw.cpuPerOp()
+	lib, _ := r.lib.cpuPerOp()
+	if raw == 0 || lib == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64(raw)/float64(lib))
+}
+
+// stolen is the share of the pairs' CPU time the hypervisor stole.
+func stolen(rs []pairResult) string {
+	var c cpuTimes
+	for i, r := range rs {
+		both := r.raw.cpu.plus(r.lib.cpu)
+		if i == 0 {
+			c = both
+		} else {
+			c = c.plus(both)
+		}
+	}
+	if !c.ok || c.busy+c.steal == 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(c.steal)/float64(c.busy+c.steal))
 }
 
 // pairsOf lists the pairs of rs once each, in order.
