@@ -96,8 +96,10 @@ type Config struct {
 	// asked for again with the same bytes is neither parsed nor hashed
 	// again. A call the cache does not know is claimed as likely new
 	// (store.WriteOptions.LikelyNew: on pgstore, one statement that reads
-	// and claims, which a miss gains by and a replay pays a little for), so
-	// a disabled or too small cache makes replays cost more. Defaults to
+	// and claims, which a miss gains by and a replay pays a little for)
+	// while such calls mostly turn out new; once they mostly turn out
+	// stored (a restarted process, another replica), they are read first.
+	// A disabled or too small cache makes replays cost more. Defaults to
 	// DefaultKeyCacheBytes; negative disables it.
 	KeyCacheBytes int
 

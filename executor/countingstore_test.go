@@ -24,6 +24,8 @@ type countingStore struct {
 
 	// waiting, when not nil, receives a value as each Wait begins.
 	waiting chan struct{}
+
+	hints []bool // WriteOptions.LikelyNew of every Claim, in order; guarded by mu
 }
 
 var _ store.CallStore = (*countingStore)(nil)
@@ -83,6 +85,9 @@ func (c *countingStore) Put(ctx context.Context, scope string, e store.Entry, ou
 
 func (c *countingStore) Claim(ctx context.Context, scope string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
 	c.count("Claim")
+	c.mu.Lock()
+	c.hints = append(c.hints, opts.LikelyNew)
+	c.mu.Unlock()
 	return c.inner.Claim(ctx, scope, e, lease, opts)
 }
 

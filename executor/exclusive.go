@@ -74,16 +74,21 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 // second time while another caller's claim is live.
 //
 // fresh (a call new to this process) hints the store that the first claim
-// most likely finds no record (store.WriteOptions.LikelyNew); a claim after
-// a wait knows better.
+// most likely finds no record (store.WriteOptions.LikelyNew), while the
+// unseen calls of late mostly did (see newness); a claim after a wait
+// knows better.
 func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, fresh bool, waited *waitBudget) (res Result, released bool, err error) {
 	opts := s.e.wopts
-	opts.LikelyNew = fresh
+	opts.LikelyNew = fresh && s.e.newness.likely()
 	for {
 		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, opts)
 		opts.LikelyNew = false
 		if err != nil {
 			return Result{}, false, err
+		}
+		if fresh {
+			s.e.newness.saw(cr.State == store.ClaimGranted && !cr.TakenOver)
+			fresh = false
 		}
 		res, released, wait, err := s.afterClaim(ctx, call, ent, &cr)
 		if !wait {

@@ -29,6 +29,7 @@ type Idempotent struct {
 
 	flights flights  // identical calls in flight in this process
 	keys    keyCache // entries of recent calls, by their bytes
+	newness newness  // whether unseen calls are hinted as new to the store
 
 	// startRenewals is replaced by in-package tests; never nil after New.
 	startRenewals func(every time.Duration, r *renewal)
