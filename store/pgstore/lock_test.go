@@ -116,17 +116,27 @@ func TestNewCallsClaimThatWaitedForExtendScopeCopiesTheExtendedExpiry(t *testing
 	pool, schema := newSchema(t)
 	st := openStore(t, pool, schema, nil)
 	mustClaim(ctx, t, st, "run", entry("first", `{}`), time.Hour)
+	second := entry("second", `{}`)
+	res := claimDuringExtendScope(ctx, t, pool, schema, st, second)
+	requireExtended(ctx, t, pool, schema, second.Key[:])
+	require.Greater(t, time.Until(res.Record.ExpiresAt), 47*time.Hour, "the claim reports the extended expiry")
+}
 
+// claimDuringExtendScope extends scope "run" to 48 hours in a transaction
+// of pool's, claims e in it through st (hinted new, as Execute does for a
+// call it has not seen) while that transaction holds the scope's row,
+// commits once the claim waits for it, and returns the granted claim.
+func claimDuringExtendScope(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string, st store.Store, e store.Entry) store.ClaimResult {
+	t.Helper()
 	ext, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	require.NoError(t, err)
 	defer func() { _ = ext.Rollback(context.Background()) }()
 	_, err = ext.Exec(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ExtendScope, "run", (48 * time.Hour).Microseconds())
 	require.NoError(t, err)
 
-	second := entry("second", `{}`)
 	claimed := make(chan store.ClaimResult, 1)
 	go func() {
-		res, err := st.Claim(ctx, "run", second, time.Hour, store.WriteOptions{LikelyNew: true})
+		res, err := st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{LikelyNew: true})
 		if err != nil {
 			t.Error(err)
 		}
@@ -136,8 +146,7 @@ func TestNewCallsClaimThatWaitedForExtendScopeCopiesTheExtendedExpiry(t *testing
 	require.NoError(t, ext.Commit(ctx))
 	res := within(t, 10*time.Second, claimed)
 	require.Equal(t, store.ClaimGranted, res.State)
-	requireExtended(ctx, t, pool, schema, second.Key[:])
-	require.Greater(t, time.Until(res.Record.ExpiresAt), 47*time.Hour, "the claim reports the extended expiry")
+	return res
 }
 
 // requireExtended requires the record of key to carry its scope's expiry,
@@ -196,25 +205,7 @@ func TestNewCallsClaimUnderRepeatableReadCopiesTheExpiryOfAnExtendScopeItWaitedF
 	})
 	st := openStore(t, rr, schema, nil)
 	mustClaim(ctx, t, st, "run", entry("first", `{}`), time.Hour)
-
-	ext, err := admin.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	require.NoError(t, err)
-	defer func() { _ = ext.Rollback(context.Background()) }()
-	_, err = ext.Exec(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ExtendScope, "run", (48 * time.Hour).Microseconds())
-	require.NoError(t, err)
-
-	claimed := make(chan store.ClaimResult, 1)
-	go func() {
-		res, err := st.Claim(ctx, "run", entry("second", `{}`), time.Hour, store.WriteOptions{LikelyNew: true})
-		if err != nil {
-			t.Error(err)
-		}
-		claimed <- res
-	}()
-	awaitLockWait(ctx, t, admin, schema) // the claim waits for ExtendScope (its row, here)
-	require.NoError(t, ext.Commit(ctx))
-	res := within(t, 10*time.Second, claimed)
-	require.Equal(t, store.ClaimGranted, res.State)
+	res := claimDuringExtendScope(ctx, t, admin, schema, st, entry("second", `{}`))
 
 	var extended time.Time
 	require.NoError(t, admin.QueryRow(ctx, "SELECT expires_at FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = 'run'").Scan(&extended))
