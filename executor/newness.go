@@ -2,8 +2,9 @@ package executor
 
 import "sync/atomic"
 
-// newnessMax bounds the score of newness: after a run of calls that all
-// went one way, this many of the other kind turn the hint around.
+// newnessMax bounds the score of newness: after any run of calls that all
+// went one way, at most newnessMax+1 of the other kind turn the hint
+// around.
 const newnessMax = 8
 
 // newness decides whether a call new to this process is claimed as likely
