@@ -16,9 +16,9 @@ import (
 	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
 )
 
-// querier is what the store's statements run against. Both *pgxpool.Pool and
-// pgx.Tx satisfy it, which is how CompleteTx runs the very statement Complete
-// runs, inside the caller's transaction.
+// querier is what the store's statements run against. *pgxpool.Pool, a
+// pool's *pgxpool.Conn and pgx.Tx satisfy it, which is how CompleteTx runs
+// the very statement Complete runs, inside the caller's transaction.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -27,6 +27,7 @@ type querier interface {
 
 var (
 	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = (*pgxpool.Conn)(nil)
 	_ querier = pgx.Tx(nil)
 )
 

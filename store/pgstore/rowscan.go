@@ -12,9 +12,7 @@ import (
 
 // queryRow is q.QueryRow(ctx, sql, args...).Scan(dst...), decoded by
 // scanRow.
-func queryRow(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, sql string, args []any, dst ...any) error {
+func queryRow(ctx context.Context, q querier, sql string, args []any, dst ...any) error {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return err
