@@ -93,3 +93,22 @@ func TestContainerRunsWithFsync(t *testing.T) {
 	require.Equal(t, "on", fsync)
 	require.Equal(t, "15", version[:2])
 }
+
+// TestRawTableHasTheStoresStorageParameters checks that the raw side's
+// writes go to a table stored as the store's is: the same fillfactor, so
+// the same updates are HOT on both sides.
+func TestRawTableHasTheStoresStorageParameters(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool, schema := pgtest.NewSchema(t)
+	f := &fixture{pool: pool, schema: schema, sql: newRawStatements(schema)}
+	require.NoError(t, f.createRawTable(ctx))
+	reloptions := func(name string) []string {
+		var opts []string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`,
+			table(schema, name)).Scan(&opts))
+		return opts
+	}
+	require.Contains(t, reloptions("idem_records"), "fillfactor=90")
+	require.Equal(t, reloptions("idem_records"), reloptions("raw_records"))
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -105,6 +106,27 @@ func (f *fixture) dropSchemas(ctx context.Context) error {
 	return nil
 }
 
+// createRawTable makes the raw side's table for misses, a copy of the
+// store's: LIKE copies columns, constraints and indexes but not the
+// table's storage parameters, and idem_records' fillfactor (90, room on
+// each page for a record's completion to be a HOT update) made the raw
+// UPDATE cost 1.6 WAL records to the store's 1.0, and 158 µs to 92.
+func (f *fixture) createRawTable(ctx context.Context) error {
+	if _, err := f.pool.Exec(ctx, f.sql.createRawTable); err != nil {
+		return err
+	}
+	var opts []string
+	if err := f.pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`,
+		table(f.schema, "idem_records")).Scan(&opts); err != nil {
+		return err
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	_, err := f.pool.Exec(ctx, "ALTER TABLE "+table(f.schema, "raw_records")+" SET ("+strings.Join(opts, ", ")+")")
+	return err
+}
+
 // table is the quoted name of a table of schema.
 func table(schema, name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 
@@ -140,7 +162,7 @@ func newFixture(ctx context.Context, cfg *Config, url string, pool *pgxpool.Pool
 		f.scopes = append(f.scopes, fmt.Sprintf("run-miss-%d", c))
 	}
 	f.sql = newRawStatements(f.schema)
-	if _, err := pool.Exec(ctx, f.sql.createRawTable); err != nil {
+	if err := f.createRawTable(ctx); err != nil {
 		return f, fmt.Errorf("raw table: %w", err)
 	}
 

@@ -11,7 +11,8 @@ import (
 // statement cache), as it does the store's.
 type rawStatements struct {
 	// createRawTable makes the raw side's table for misses: the store's
-	// table with its columns, constraints and indexes, so that both sides'
+	// table with its columns, constraints and indexes (and, set by
+	// fixture.createRawTable, its storage parameters), so that both sides'
 	// writes cost the same per row.
 	createRawTable string
 	// hit is the replay: one primary-key SELECT of the stored result.
