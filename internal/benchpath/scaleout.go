@@ -92,10 +92,11 @@ func (f *fixture) scaleOut(ctx context.Context, url string) (res *scaleOutResult
 	for _, n := range f.cfg.ScaleOutClients {
 		maxClients = max(maxClients, n)
 	}
+	made := res // res is nil once an error is returned: the targets are closed all the same
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		for _, t := range res.targets {
+		for _, t := range made.targets {
 			err = errors.Join(err, t.close(cctx))
 		}
 	}()
