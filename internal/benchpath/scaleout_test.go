@@ -75,3 +75,36 @@ func TestScaleOutSaysWhyItWasSkipped(t *testing.T) {
 	require.Contains(t, out.String(), "Skipped: citustest: no Citus coordinator on this machine: not root.")
 	require.Contains(t, out.String(), "-citus-url")
 }
+
+// A target that cannot be made fails the case with its error, and the
+// targets made before it are closed (their schemas dropped): not a panic
+// that hides the error (the deferred close once ranged over the nil
+// result of the error path). Not parallel: it counts the run's schemas on
+// the test database, where TestScaleOutMeasuresEveryTarget makes its own.
+func TestScaleOutTargetThatFailsIsReportedAndTheOthersClosed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	cfg := &Config{
+		DatabaseURL:     pgtest.URL(t),
+		CitusURL:        "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=5", // nothing listens there
+		Duration:        30 * time.Millisecond,
+		Warmup:          10 * time.Millisecond,
+		Rounds:          1,
+		ScaleOutClients: []int{2},
+		Records:         16,
+		Cases:           []string{CaseScaleOut},
+		Out:             &out,
+		Log:             &log,
+	}
+	_, err := run(ctx, cfg)
+	require.ErrorContains(t, err, "scale-out: Citus coordinator alone")
+	require.Contains(t, log.String(), "scale-out: PostgreSQL: storing", "the PostgreSQL target was made first")
+
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var left int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'benchpath_so_%'`).Scan(&left))
+	require.Zero(t, left, "the PostgreSQL target's schema was left behind")
+}
