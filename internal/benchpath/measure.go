@@ -103,7 +103,10 @@ func measureUntil(ctx context.Context, clients int, until <-chan struct{}, strid
 	for c := range clients {
 		wg.Go(func() {
 			<-start
-			for n := 0; !stop.Load(); n++ {
+			// One operation at least, however late the caller starts: on a
+			// loaded machine the window can close before a goroutine runs,
+			// and a sample of none says nothing (the run fails on it).
+			for n := 0; n == 0 || !stop.Load(); n++ {
 				var err error
 				if n%stride == 0 {
 					t0 := time.Now()

@@ -73,3 +73,23 @@ func TestPercentile(t *testing.T) {
 	require.Zero(t, percentile(nil, 50))
 	require.Equal(t, 100*time.Millisecond, d[0], "percentile sorted the caller's slice")
 }
+
+// TestMeasureCompletesAnOperationPerCallerWhenTheWindowClosesFirst checks
+// that a window that ends before the callers start (a loaded machine, a
+// short duration) still samples an operation of each caller, instead of
+// failing the run with "no operation completed".
+func TestMeasureCompletesAnOperationPerCallerWhenTheWindowClosesFirst(t *testing.T) {
+	t.Parallel()
+	until := make(chan struct{})
+	close(until)
+	var ran [3]atomic.Int64
+	s, err := measureUntil(t.Context(), 3, until, 1, func(_ context.Context, c, _ int) error {
+		ran[c].Add(1)
+		return nil
+	})
+	require.NoError(t, err)
+	for c := range ran {
+		require.Positive(t, ran[c].Load(), "caller %d ran nothing", c)
+	}
+	require.Len(t, s.lat, int(s.ops))
+}
