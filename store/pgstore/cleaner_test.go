@@ -120,9 +120,9 @@ func TestCleanupUsesDatabaseClock(t *testing.T) {
 }
 
 // A dead record whose row another transaction keeps locked does not hold
-// the cleanup up: the batch skips the rows others hold (SKIP LOCKED) and
-// removes the rest. The locked record goes in a later batch, once its row
-// is free.
+// the cleanup up: the batch waits for it only briefly (its lock_timeout),
+// then skips the rows others hold (SKIP LOCKED) and removes the rest. The
+// locked record goes in a later batch, once its row is free.
 func TestCleanupSkipsARowThatStaysLocked(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -149,4 +149,54 @@ func TestCleanupSkipsARowThatStaysLocked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the row once it was free")
 	require.Zero(t, countRows(ctx, t, pool, schema, "idem_records"))
+}
+
+// A dead record that a writer takes over while the cleanup batch waits for
+// its row (a claim of the expired key, committed while the batch's DELETE
+// is blocked on it) is not removed: the batch tests the dead-record
+// condition again on the row as the writer left it, a live claim.
+func TestCleanupKeepsARecordClaimedAgainWhileItWaited(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	taken := entry("taken", `{}`)
+	for _, e := range []store.Entry{taken, entry("a", `{}`)} {
+		_, _, err := st.Put(ctx, "old", e, success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
+	waitUntilExpired(ctx, t, pool, schema, 2)
+
+	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	_, err = tx.Exec(ctx, "UPDATE "+records+` SET status = 1, token = token + 1, result = NULL, outcome_kind = NULL, encoding = NULL, lease_until = now() + interval '1 minute',
+		expires_at = now() + interval '1 hour' WHERE key = $1`, taken.Key[:])
+	require.NoError(t, err)
+
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := st.RemoveExpired(ctx, 100)
+		done <- result{n, err}
+	}()
+	// The batch's DELETE waits for the writer's row lock.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0)`, schema).Scan(&waiting))
+		return waiting
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 1, r.n, "the record no one took")
+	var status int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT status FROM "+records+" WHERE key = $1", taken.Key[:]).Scan(&status))
+	require.Equal(t, 1, status, "the claim stays")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/store"
@@ -87,10 +88,12 @@ func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
 
 // RemoveExpired removes up to limit records of expired scopes, never a
 // pending record whose lease is live, and up to limit expired scope rows;
-// it returns how many records it removed. Its row locks are taken with SKIP
-// LOCKED, so that several cleaners (goroutines or processes) share the work
-// without waiting for each other or for writers. On plain PostgreSQL it is
-// one statement; on Citus see removeExpiredOnWorkers.
+// it returns how many records it removed. On plain PostgreSQL it is one
+// statement, which deletes without locking rows first and waits at most
+// 100 ms for a row another transaction holds (a writer, or another
+// cleaner's batch); then it skips the rows others hold (SKIP LOCKED), so
+// that several cleaners (goroutines or processes) share the work and a
+// long transaction never stalls it. On Citus see removeExpiredOnWorkers.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return 0, err
@@ -103,12 +106,25 @@ func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	}
 	var n int64
 	err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, s.sql.RemoveExpired, limit).Scan(&n)
+		err := conn.QueryRow(ctx, s.sql.RemoveExpired, limit).Scan(&n)
+		if !isLockTimeout(err) {
+			return err
+		}
+		// A row of the batch stayed locked (a writer's transaction is
+		// open on it): the batch rolled back; remove the rows no one holds.
+		return conn.QueryRow(ctx, s.sql.RemoveExpiredSkipLocked, limit).Scan(&n)
 	})
 	if err != nil {
 		return 0, s.translate("remove expired", err)
 	}
 	return int(n), nil
+}
+
+// isLockTimeout says err is PostgreSQL's lock_not_available, which
+// RemoveExpired's lock_timeout raises when it expires.
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -45,14 +45,57 @@ const deleteScopeRecordsSQL = `DELETE FROM /* schema */idem_records WHERE scope 
 // there. So scope rows go as soon as they expire, without looking at the
 // scope's records.
 //
-// FOR UPDATE SKIP LOCKED lets several cleaners run at once without waiting
-// for each other or for writers, and the batch bound keeps every lock
-// short. The locked records are deleted by ctid (a TID scan: a row we hold
-// locked cannot move). Citus refuses it on distributed tables (FOR UPDATE
-// in a distributed query, ctid across shards): see removeExpiredHereSQL.
+// The records are deleted without being locked first, found by ctid (a
+// TID scan). A row that a writer changed after the batch's snapshot (a
+// claim taking over an expired key) is tested again on its newest version
+// (READ COMMITTED's recheck of a concurrently updated row, EvalPlanQual):
+// that version has another ctid, and a live claim or a renewed expiry fails
+// the dead-record condition, which the DELETE repeats so that it does not
+// rest on the ctid alone. The row stays.
+// Locking the batch first (removeExpiredSkipLockedSQL) writes a lock into
+// every row, a second WAL record for each row removed.
+//
+// Without SKIP LOCKED the DELETE waits for a row another transaction holds.
+// It waits 100 ms at most: the LIMIT sets lock_timeout for the statement's
+// own transaction (set_config's is_local) when the batch is chosen, before
+// the first row is deleted, keeping cleanup one statement. The statements
+// of the call path hold a row for well under a millisecond; a writer's
+// long transaction (a tool writing in the claim's transaction) holds it
+// longer, and the store then removes the batch with
+// removeExpiredSkipLockedSQL instead. Scope rows are few and keep their
+// SKIP LOCKED.
 //
 // Parameters: $1 limit.
 const removeExpiredSQL = `WITH doomed AS (
+	SELECT ctid FROM /* schema */idem_records
+	WHERE expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
+	LIMIT (SELECT $1::bigint FROM set_config('lock_timeout', '100ms', true))
+), removed AS (
+	DELETE FROM /* schema */idem_records
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+	AND expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
+	RETURNING 1
+), expired_scopes AS (
+	SELECT ctid FROM /* schema */idem_scopes
+	WHERE expires_at <= now()
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+), removed_scopes AS (
+	DELETE FROM /* schema */idem_scopes
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM expired_scopes))
+)
+SELECT count(*) FROM removed`
+
+// removeExpiredSkipLockedSQL is removeExpiredSQL with the records locked
+// first, FOR UPDATE SKIP LOCKED: it never waits, for other cleaners or for
+// writers, and removes the rows no one holds. The store falls back to it
+// when removeExpiredSQL waited too long for a row, and Citus runs it on the
+// shards: it refuses FOR UPDATE in a distributed query and ctid across
+// shards, see removeExpiredHereSQL. The locked records are deleted by ctid
+// (a row we hold locked cannot move).
+//
+// Parameters: $1 limit.
+const removeExpiredSkipLockedSQL = `WITH doomed AS (
 	SELECT ctid FROM /* schema */idem_records
 	WHERE expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
 	LIMIT $1
@@ -97,7 +140,7 @@ JOIN shards sh ON c.h BETWEEN sh.lo AND sh.hi
 ORDER BY sh.groupid, c.i`
 
 // removeExpiredHereSQL is cleanup on Citus, where the batch of
-// removeExpiredSQL cannot run across shards: idem_remove_expired_here
+// removeExpiredSkipLockedSQL cannot run across shards: idem_remove_expired_here
 // (migration 4), delegated to the worker holding scope $1, runs that batch
 // (ShardCommand) on each pair of colocated shards the worker holds, until
 // it removed $3 records. more: it did, and more may remain.
@@ -107,12 +150,12 @@ ORDER BY sh.groupid, c.i`
 const removeExpiredHereSQL = `SELECT removed, more FROM /* schema */idem_remove_expired_here($1, $2, $3)`
 
 // ShardCommand is the command removeExpiredHereSQL runs on each pair of
-// colocated shards: removeExpiredSQL itself, with %1$s and %2$s where it
+// colocated shards: removeExpiredSkipLockedSQL itself, with %1$s and %2$s where it
 // names idem_records and idem_scopes (the function writes the shards' names
 // there) and $1 still the batch size.
 func ShardCommand() string {
 	return strings.NewReplacer(
 		SchemaMarker+"idem_records", "%1$s",
 		SchemaMarker+"idem_scopes", "%2$s",
-	).Replace(removeExpiredSQL)
+	).Replace(removeExpiredSkipLockedSQL)
 }

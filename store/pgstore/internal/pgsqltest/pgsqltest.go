@@ -77,7 +77,7 @@ func Args(name, schema string) ([]any, error) {
 		return []any{Scope, ttl}, nil
 	case "DeleteScopeLock", "DeleteScopeRow", "DeleteScopeRecords":
 		return []any{Scope}, nil
-	case "RemoveExpired":
+	case "RemoveExpired", "RemoveExpiredSkipLocked":
 		return []any{1000}, nil
 	case "Attention":
 		return []any{int64(900_000_000), 3, 100, "", time.Unix(0, 0), []byte{}}, nil
