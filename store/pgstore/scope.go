@@ -106,8 +106,9 @@ func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
 	}
 	var n int64
 	err := s.do(ctx, "remove expired", rerunIfNotApplied, func(conn *pgxpool.Conn) error {
-		err := conn.QueryRow(ctx, s.sql.RemoveExpired, limit).Scan(&n)
+		tag, err := conn.Exec(ctx, s.sql.RemoveExpired, limit)
 		if !isLockTimeout(err) {
+			n = tag.RowsAffected()
 			return err
 		}
 		// A row of the batch stayed locked (a writer's transaction is

@@ -65,16 +65,16 @@ const deleteScopeRecordsSQL = `DELETE FROM /* schema */idem_records WHERE scope 
 // removeExpiredSkipLockedSQL instead. Scope rows are few and keep their
 // SKIP LOCKED.
 //
+// The records' DELETE is the statement itself, its command tag the count
+// removed: a DELETE … RETURNING counted in a SELECT reads every deleted
+// row once more to return it (pg_stat_statements over 600,000 rows: 1.81
+// against 1.20 million shared buffer hits).
+//
 // Parameters: $1 limit.
 const removeExpiredSQL = `WITH doomed AS (
 	SELECT ctid FROM /* schema */idem_records
 	WHERE expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
 	LIMIT (SELECT $1::bigint FROM set_config('lock_timeout', '100ms', true))
-), removed AS (
-	DELETE FROM /* schema */idem_records
-	WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
-	AND expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
-	RETURNING 1
 ), expired_scopes AS (
 	SELECT ctid FROM /* schema */idem_scopes
 	WHERE expires_at <= now()
@@ -84,15 +84,18 @@ const removeExpiredSQL = `WITH doomed AS (
 	DELETE FROM /* schema */idem_scopes
 	WHERE ctid = ANY (ARRAY(SELECT ctid FROM expired_scopes))
 )
-SELECT count(*) FROM removed`
+DELETE FROM /* schema */idem_records
+WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+AND expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())`
 
 // removeExpiredSkipLockedSQL is removeExpiredSQL with the records locked
-// first, FOR UPDATE SKIP LOCKED: it never waits, for other cleaners or for
-// writers, and removes the rows no one holds. The store falls back to it
-// when removeExpiredSQL waited too long for a row, and Citus runs it on the
-// shards: it refuses FOR UPDATE in a distributed query and ctid across
-// shards, see removeExpiredHereSQL. The locked records are deleted by ctid
-// (a row we hold locked cannot move).
+// first, FOR UPDATE SKIP LOCKED, and its count returned as a row (what
+// idem_remove_expired_here reads on Citus, EXECUTE … INTO): it never waits,
+// for other cleaners or for writers, and removes the rows no one holds. The
+// store falls back to it when removeExpiredSQL waited too long for a row,
+// and Citus runs it on the shards: it refuses FOR UPDATE in a distributed
+// query and ctid across shards, see removeExpiredHereSQL. The locked
+// records are deleted by ctid (a row we hold locked cannot move).
 //
 // Parameters: $1 limit.
 const removeExpiredSkipLockedSQL = `WITH doomed AS (
