@@ -112,3 +112,25 @@ func TestRawTableHasTheStoresStorageParameters(t *testing.T) {
 	require.Contains(t, reloptions("idem_records"), "fillfactor=90")
 	require.Equal(t, reloptions("idem_records"), reloptions("raw_records"))
 }
+
+// Each cleanup's expired records take the space the last cleanup emptied:
+// inserted at the table's end instead, the next cleanup's scans would cross
+// the emptied pages, and whichever side ran second paid for them. Not
+// parallel: a transaction of another test could keep VACUUM from freeing
+// the removed rows.
+func TestExpiredRecordsOfEachCleanupTakeTheLastOnesSpace(t *testing.T) {
+	ctx := t.Context()
+	pool, schema := pgtest.NewSchema(t)
+	f := &fixture{pool: pool, schema: schema, cfg: &Config{CleanupRecords: 5000}, result: resultOf(1024)}
+	size := func() int64 {
+		var n int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT pg_relation_size($1::regclass)`, table(schema, "idem_records")).Scan(&n))
+		return n
+	}
+	require.NoError(t, f.seedExpired(ctx, "first"))
+	first := size()
+	_, err := pool.Exec(ctx, "DELETE FROM "+table(schema, "idem_records"))
+	require.NoError(t, err)
+	require.NoError(t, f.seedExpired(ctx, "second"))
+	require.Less(t, size(), first*5/4, "the second seed reused the first's space (%d bytes after the first)", first)
+}
