@@ -200,3 +200,30 @@ func TestCleanupKeepsARecordClaimedAgainWhileItWaited(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT status FROM "+records+" WHERE key = $1", taken.Key[:]).Scan(&status))
 	require.Equal(t, 1, status, "the claim stays")
 }
+
+// The cleanup batch's lock_timeout is its own: the connection it ran on
+// goes back to the pool without it, so a caller's statement there later
+// waits for a row as long as it must (a claim behind a tool's transaction),
+// whether the batch fell back to SKIP LOCKED or not.
+func TestCleanupLockTimeoutStaysInItsStatement(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	_, schema := newSchema(t)
+	one := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	st := openStore(t, one, schema, nil)
+	var before string
+	require.NoError(t, one.QueryRow(ctx, "SHOW lock_timeout").Scan(&before))
+	for _, e := range []store.Entry{entry("a", `{}`), entry("b", `{}`)} {
+		_, _, err := st.Put(ctx, "old", e, success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
+	waitUntilExpired(ctx, t, one, schema, 2)
+
+	n, err := st.RemoveExpired(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	var after string
+	require.NoError(t, one.QueryRow(ctx, "SHOW lock_timeout").Scan(&after))
+	require.Equal(t, before, after, "after a batch")
+	require.NotEqual(t, "100ms", after)
+}
