@@ -152,6 +152,7 @@ func New(t testing.TB, opts Options) *Formation {
 	t.Cleanup(func() {
 		if t.Failed() {
 			if logs, err := f.Logs(context.Background()); err == nil {
+				t.Logf("pgha: the monitor's state changes over the whole run:\n%s", tail(stateChanges(logs), 200))
 				t.Logf("pgha: the formation's last log lines:\n%s", tail(logs, 60))
 			}
 		}
@@ -361,6 +362,20 @@ func inCI() bool {
 }
 
 // tail is the last n lines of s.
+// stateChanges keeps the lines of the formation's log in which the
+// monitor assigns or records a node's state: what a failed test needs to
+// tell when the primary ran without its synchronous standby (wait_primary)
+// or which standby was promoted, long before the last lines.
+func stateChanges(logs string) string {
+	var keep []string
+	for line := range strings.Lines(logs) {
+		if strings.Contains(line, "New state for node") || strings.Contains(line, "Setting goal state") {
+			keep = append(keep, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
