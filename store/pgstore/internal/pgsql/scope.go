@@ -73,20 +73,12 @@ const deleteScopeRecordsSQL = `DELETE FROM /* schema */idem_records WHERE scope 
 // Parameters: $1 limit.
 const removeExpiredSQL = `WITH doomed AS (
 	SELECT ctid FROM /* schema */idem_records
-	WHERE expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
+	WHERE ` + deadRecord + `
 	LIMIT (SELECT $1::bigint FROM set_config('lock_timeout', '100ms', true))
-), expired_scopes AS (
-	SELECT ctid FROM /* schema */idem_scopes
-	WHERE expires_at <= now()
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED
-), removed_scopes AS (
-	DELETE FROM /* schema */idem_scopes
-	WHERE ctid = ANY (ARRAY(SELECT ctid FROM expired_scopes))
-)
+), ` + removeExpiredScopes + `
 DELETE FROM /* schema */idem_records
 WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
-AND expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())`
+AND ` + deadRecord
 
 // removeExpiredSkipLockedSQL is removeExpiredSQL with the records locked
 // first, FOR UPDATE SKIP LOCKED, and its count returned as a row (what
@@ -100,14 +92,24 @@ AND expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now(
 // Parameters: $1 limit.
 const removeExpiredSkipLockedSQL = `WITH doomed AS (
 	SELECT ctid FROM /* schema */idem_records
-	WHERE expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())
+	WHERE ` + deadRecord + `
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), removed AS (
 	DELETE FROM /* schema */idem_records
 	WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed))
 	RETURNING 1
-), expired_scopes AS (
+), ` + removeExpiredScopes + `
+SELECT count(*) FROM removed`
+
+// deadRecord is the condition of a record cleanup removes: expired, and
+// not a pending claim whose lease is live.
+const deadRecord = `expires_at <= now() AND NOT (status = 1 /* pending */ AND lease_until > now())`
+
+// removeExpiredScopes is both cleanup batches' removal of up to $1 expired
+// scope rows (see removeExpiredSQL), as two WITH queries: PostgreSQL runs a
+// data-modifying one to completion whether or not the statement reads it.
+const removeExpiredScopes = `expired_scopes AS (
 	SELECT ctid FROM /* schema */idem_scopes
 	WHERE expires_at <= now()
 	LIMIT $1
@@ -115,8 +117,7 @@ const removeExpiredSkipLockedSQL = `WITH doomed AS (
 ), removed_scopes AS (
 	DELETE FROM /* schema */idem_scopes
 	WHERE ctid = ANY (ARRAY(SELECT ctid FROM expired_scopes))
-)
-SELECT count(*) FROM removed`
+)`
 
 // cleanupScopesSQL finds, on Citus, one scope value held by each worker
 // that holds shards of idem_records (in no particular order): calling
