@@ -361,7 +361,6 @@ func inCI() bool {
 	return v != "" && v != "false" && v != "0"
 }
 
-// tail is the last n lines of s.
 // stateChanges keeps the lines of the formation's log in which the
 // monitor assigns or records a node's state: what a failed test needs to
 // tell when the primary ran without its synchronous standby (wait_primary)
@@ -376,6 +375,7 @@ func stateChanges(logs string) string {
 	return strings.Join(keep, "\n")
 }
 
+// tail is the last n lines of s.
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
