@@ -204,26 +204,42 @@ func TestCleanupKeepsARecordClaimedAgainWhileItWaited(t *testing.T) {
 // The cleanup batch's lock_timeout is its own: the connection it ran on
 // goes back to the pool without it, so a caller's statement there later
 // waits for a row as long as it must (a claim behind a tool's transaction),
-// whether the batch fell back to SKIP LOCKED or not.
+// whether the batch fell back to SKIP LOCKED (a row held elsewhere) or not.
 func TestCleanupLockTimeoutStaysInItsStatement(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	_, schema := newSchema(t)
+	pool, schema := newSchema(t)
 	one := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
 	st := openStore(t, one, schema, nil)
 	var before string
 	require.NoError(t, one.QueryRow(ctx, "SHOW lock_timeout").Scan(&before))
-	for _, e := range []store.Entry{entry("a", `{}`), entry("b", `{}`)} {
+	require.NotEqual(t, "100ms", before)
+	held := entry("held", `{}`)
+	for _, e := range []store.Entry{held, entry("a", `{}`), entry("b", `{}`)} {
 		_, _, err := st.Put(ctx, "old", e, success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
 		require.NoError(t, err)
 	}
-	waitUntilExpired(ctx, t, one, schema, 2)
+	waitUntilExpired(ctx, t, pool, schema, 3)
+	requireUnchanged := func(after string) {
+		t.Helper()
+		var now string
+		require.NoError(t, one.QueryRow(ctx, "SHOW lock_timeout").Scan(&now))
+		require.Equal(t, before, now, after)
+	}
 
-	n, err := st.RemoveExpired(ctx, 1)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	_, err = tx.Exec(ctx, "SELECT FROM "+pgx.Identifier{schema, "idem_records"}.Sanitize()+" WHERE key = $1 FOR UPDATE", held.Key[:])
+	require.NoError(t, err)
+	n, err := st.RemoveExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the rows no one held, by the SKIP LOCKED batch")
+	requireUnchanged("after a batch that fell back")
+
+	require.NoError(t, tx.Rollback(ctx))
+	n, err = st.RemoveExpired(ctx, 100)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	var after string
-	require.NoError(t, one.QueryRow(ctx, "SHOW lock_timeout").Scan(&after))
-	require.Equal(t, before, after, "after a batch")
-	require.NotEqual(t, "100ms", after)
+	requireUnchanged("after a batch that did not")
 }
