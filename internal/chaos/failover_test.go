@@ -71,6 +71,9 @@ func TestChaosFailover(t *testing.T) {
 				require.NoError(t, err, "failover %d (%s)", i+1, m)
 				t.Logf("failover %d %s %s → %s at %s: primary after %v, at rest after %v", i+1, m, r.From, r.To,
 					began.Format(timeLayout), r.ToPrimary.Round(time.Millisecond), r.ToStable.Round(time.Millisecond))
+				if r.Standby != "" {
+					t.Logf("failover %d: the crashed primary's standby just before: %s", i+1, r.Standby)
+				}
 			},
 		}, NoFault)
 

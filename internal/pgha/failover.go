@@ -38,12 +38,18 @@ type FailoverResult struct {
 	Method Method
 	// From was the primary; To is the new one.
 	From, To Node
-	// ToPrimary is the time from the kill (or the request) until To
-	// accepted a write: how long writers were without a primary.
+	// At is when From was killed or the switchover asked for.
+	At time.Time
+	// ToPrimary is the time from At until To accepted a write: how long
+	// writers were without a primary.
 	ToPrimary time.Duration
 	// ToStable is the time until From was back as To's secondary, after
 	// which the next failover may come.
 	ToStable time.Duration
+	// Standby is what From's pg_stat_replication said of its standby just
+	// before a crash with synchronous replication, for a test that fails
+	// to show; empty otherwise.
+	Standby string
 }
 
 // Failover waits until the formation is at rest (WaitStable), makes its
@@ -52,35 +58,39 @@ type FailoverResult struct {
 // two durations; Failovers counts it.
 func (f *Formation) Failover(ctx context.Context, m Method) (FailoverResult, error) {
 	res := FailoverResult{Method: m}
-	if m != Crash && m != Switchover {
-		return res, &MethodError{Method: m}
-	}
-	from, err := f.WaitStable(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.From = from
-	start := time.Now()
+	var err error
 	switch m {
 	case Crash:
-		err = f.crash(ctx, from)
+		err = f.crashOver(ctx, &res)
 	case Switchover:
-		err = f.performFailover(ctx)
+		err = f.switchOver(ctx, &res)
+	default:
+		return res, &MethodError{Method: m}
 	}
 	if err != nil {
 		return res, err
 	}
-	res.To, err = f.WaitPrimary(ctx, from)
-	if err != nil {
-		return res, err
-	}
-	res.ToPrimary = time.Since(start)
 	if _, err := f.WaitStable(ctx); err != nil {
 		return res, err
 	}
-	res.ToStable = time.Since(start)
+	res.ToStable = time.Since(res.At)
 	f.failovers.Add(1)
 	return res, nil
+}
+
+// switchOver is Failover by Switchover.
+func (f *Formation) switchOver(ctx context.Context, res *FailoverResult) error {
+	from, err := f.WaitStable(ctx)
+	if err != nil {
+		return err
+	}
+	res.From, res.At = from, time.Now()
+	if err := f.performFailover(ctx); err != nil {
+		return err
+	}
+	res.To, err = f.WaitPrimary(ctx, from)
+	res.ToPrimary = time.Since(res.At)
+	return err
 }
 
 // Primary is the node the monitor considers the writable primary right
@@ -98,9 +108,8 @@ func (f *Formation) Primary(ctx context.Context) (Node, bool, error) {
 	return Node{}, false, nil
 }
 
-// KillPrimary crashes the current primary's PostgreSQL (SIGKILL of its
-// postmaster) and returns that node once the monitor has decided to fail
-// over; WaitPrimary(ctx, node) then waits for the promoted standby.
+// crashOver is Failover by Crash: it SIGKILLs the primary's postmaster and
+// waits until the standby is promoted and accepts writes.
 //
 // A bare SIGKILL does not reliably fail over: the node's pg_autoctl starts
 // PostgreSQL again within a second, crash recovery and all, and when it
@@ -115,37 +124,51 @@ func (f *Formation) Primary(ctx context.Context) (Node, bool, error) {
 // promotes the standby within seconds, and the old primary, thawed,
 // restarts (crash recovery), is demoted and rejoins as standby (pg_rewind
 // when it had WAL the standby lacks). The sessions on it see what a real
-// crash gives them.
-func (f *Formation) KillPrimary(ctx context.Context) (Node, error) {
-	p, ok, err := f.Primary(ctx)
-	if err != nil {
-		return Node{}, err
+// crash gives them, and until its demotion it serves what crash recovery
+// found, as a restarted primary does (docs/failure-model.md).
+//
+// With synchronous replication the primary is killed only while its
+// commits wait for the standby (crashable), so that the crash cannot lose
+// what was acknowledged before it.
+func (f *Formation) crashOver(ctx context.Context, res *FailoverResult) (err error) {
+	var controller string
+	for controller == "" {
+		if res.From, res.Standby, err = f.crashable(ctx); err != nil {
+			return err
+		}
+		res.At = time.Now()
+		out, xerr := f.exec(ctx, fmt.Sprintf(`
+			names=$(psql -XAtq -h %[1]s -p %[2]d -U postgres -d postgres -c 'SHOW synchronous_standby_names' 2>/dev/null) || names=
+			if [ %[3]t = true ] && [ -z "$names" ]; then exit 0; fi
+			pm=$(head -n1 %[4]s/postmaster.pid)
+			read -r _ _ _ ctl _ </proc/$pm/stat
+			kill -STOP "$ctl"
+			kill -KILL "$pm"
+			# The frozen controller cannot reap the postmaster, and pg_autoctl
+			# takes a live pid in postmaster.pid (a zombie's) for a running
+			# server: without the file it sees PostgreSQL down and says so.
+			rm -f %[4]s/postmaster.pid
+			%[5]s
+			echo "$ctl"`, host, res.From.Port, !f.asynchronous.Load(), res.From.pgdata(), res.From.removeSocketLock()))
+		if xerr != nil {
+			return fmt.Errorf("pgha: kill the postmaster of %s: %w", res.From, xerr)
+		}
+		// Nothing printed: the primary stopped waiting for its standby
+		// after crashable looked, and was not killed.
+		controller = strings.TrimSpace(out)
 	}
-	if !ok {
-		return Node{}, fmt.Errorf("pgha: kill the primary: the formation has none right now")
+	if err := f.resumeWhenDemoted(ctx, res.From, controller); err != nil {
+		return err
 	}
-	return p, f.crash(ctx, p)
+	res.To, err = f.WaitPrimary(ctx, res.From)
+	res.ToPrimary = time.Since(res.At)
+	return err
 }
 
-// crash is KillPrimary's work on node n.
-func (f *Formation) crash(ctx context.Context, n Node) (err error) {
-	out, err := f.exec(ctx, fmt.Sprintf(`
-		pm=$(head -n1 %[1]s/postmaster.pid)
-		read -r _ _ _ ctl _ </proc/$pm/stat
-		kill -STOP "$ctl"
-		kill -KILL "$pm"
-		# The frozen controller cannot reap the postmaster, and pg_autoctl
-		# takes a live pid in postmaster.pid (a zombie's) for a running
-		# server: without the file it sees PostgreSQL down and says so.
-		rm -f %[1]s/postmaster.pid
-		%[2]s
-		echo "$ctl"`, n.pgdata(), n.removeSocketLock()))
-	if err != nil {
-		return fmt.Errorf("pgha: kill the postmaster of %s: %w", n, err)
-	}
-	controller := strings.TrimSpace(out)
-	// Whatever happens below, the controller must go on, or the node stays
-	// down for good.
+// resumeWhenDemoted resumes the frozen PostgreSQL controller of the
+// crashed node n once the monitor has assigned n a state other than
+// primary; it resumes it whatever happens, or the node stays down for good.
+func (f *Formation) resumeWhenDemoted(ctx context.Context, n Node, controller string) (err error) {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -168,6 +191,67 @@ func (f *Formation) crash(ctx context.Context, n Node) (err error) {
 			return &WaitError{What: fmt.Sprintf("the monitor to demote the crashed %s", n), Last: last, Err: werr}
 		}
 	}
+}
+
+// crashable waits until the formation is at rest and returns its primary.
+// Unless SetSynchronous(false) made replication asynchronous, it also waits
+// until the primary's commits wait for the standby: a commit returned while
+// its synchronous_standby_names was set, so the standby has that commit and
+// every one before it. The monitor's states alone do not say so: a primary
+// runs without its standby while it is wait_primary, and sets its list
+// again only on its way back to primary. It returns what the primary's
+// pg_stat_replication said after the commit.
+func (f *Formation) crashable(ctx context.Context) (Node, string, error) {
+	for {
+		p, err := f.WaitStable(ctx)
+		if err != nil {
+			return Node{}, "", err
+		}
+		if f.asynchronous.Load() {
+			return p, "", nil
+		}
+		if standby, ok := synchronousCommit(ctx, p); ok {
+			return p, standby, nil
+		}
+		if err := sleep(ctx, pollEvery); err != nil {
+			return Node{}, "", &WaitError{What: fmt.Sprintf("%s to commit with its synchronous standby", p), Err: err}
+		}
+	}
+}
+
+// synchronousCommit reports whether a commit on n waited for n's
+// synchronous standby, and returns what n's pg_stat_replication said after
+// it. The commit writes a row: one that only takes a transaction id
+// (txid_current()) writes no WAL before its commit record, and PostgreSQL
+// does not make such a commit wait for the standby. synchronous_standby_names
+// set before and after it means it waited (unless the list was emptied and
+// set again within it, which takes the monitor seconds).
+func synchronousCommit(ctx context.Context, n Node) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, writeProbeTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, n.URL())
+	if err != nil {
+		return "", false
+	}
+	defer closeQuietly(conn)
+	const names = "current_setting('synchronous_standby_names')"
+	var before, after, standby string
+	if err := conn.QueryRow(ctx, "SELECT "+names).Scan(&before); err != nil || before == "" {
+		return "", false
+	}
+	if _, err := conn.Exec(ctx, `
+		CREATE TABLE IF NOT EXISTS pgha_sync_probe (id int PRIMARY KEY, at timestamptz NOT NULL);
+		INSERT INTO pgha_sync_probe VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET at = excluded.at`); err != nil {
+		return "", false
+	}
+	err = conn.QueryRow(ctx, `
+		SELECT `+names+`, `+names+` || ': ' || coalesce(string_agg(format('%s %s %s, flush %s behind',
+			application_name, state, sync_state, pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn))), '; '), 'no standby')
+		FROM pg_stat_replication`).Scan(&after, &standby)
+	if err != nil || after == "" {
+		return "", false
+	}
+	return standby, true
 }
 
 // Switchover asks the monitor to fail over (pgautofailover.perform_failover,
@@ -222,9 +306,10 @@ func (f *Formation) WaitPrimary(ctx context.Context, except ...Node) (Node, erro
 // the standby).
 const writeProbeTimeout = 2 * time.Second
 
-// acceptsWrites reports whether n commits a transaction that writes:
-// txid_current() assigns a transaction id, which a standby refuses, and the
-// commit waits for the synchronous standby if there is one.
+// acceptsWrites reports whether n commits a transaction that takes a
+// transaction id (txid_current()), which a standby refuses. The commit
+// writes no WAL of its own and so does not wait for a synchronous standby
+// (synchronousCommit's does).
 func acceptsWrites(ctx context.Context, n Node) bool {
 	ctx, cancel := context.WithTimeout(ctx, writeProbeTimeout)
 	defer cancel()

@@ -157,6 +157,9 @@ func TestRepeatedFailoversAlternateThePrimaryAndRejoinTheOldOne(t *testing.T) {
 		require.NoError(t, err, "failover %d (%s)", i+1, m)
 		require.Equal(t, primary, res.From)
 		require.NotEqual(t, res.From, res.To)
+		if m == Crash {
+			require.Contains(t, res.Standby, "ANY 1", "killed while its commits waited for the standby")
+		}
 		toPrimary[m] = append(toPrimary[m], res.ToPrimary)
 		toStable[m] = append(toStable[m], res.ToStable)
 		t.Logf("failover %2d %-10s %s → %s: primary after %6v, at rest after %6v", i+1, m, res.From, res.To,

@@ -128,9 +128,10 @@ type Formation struct {
 	monitorPort int
 	monitor     *pgxpool.Pool // on the monitor's pg_auto_failover database
 
-	failovers atomic.Int64 // completed by Failover and Hold.Failover
-	stopOnce  sync.Once
-	stopErr   error
+	failovers    atomic.Int64 // completed by Failover and Hold.Failover
+	asynchronous atomic.Bool  // SetSynchronous(false) was the last word
+	stopOnce     sync.Once
+	stopErr      error
 }
 
 // New starts a formation for t (see Start) and stops it when t ends,

@@ -2,6 +2,7 @@ package pgha
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -86,4 +87,32 @@ func waitForIDs(t *testing.T, ctx context.Context, n Node, table string, want ..
 		}
 		require.NoError(t, sleep(ctx, pollEvery), "waiting for ids %v on %s", want, n)
 	}
+}
+
+// TestCrashWaitsForACommitTheStandbyHas: Failover(Crash) kills a
+// synchronous primary only after a commit that waited for the standby
+// (synchronousCommit). With the standby's WAL receiver frozen that commit
+// cannot return; a probe that only takes a transaction id would.
+func TestCrashWaitsForACommitTheStandbyHas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f := formation(t)
+	require.NoError(t, f.SetSynchronous(ctx, true))
+	primary, err := f.WaitStable(ctx)
+	require.NoError(t, err)
+	standby, ok := synchronousCommit(ctx, primary)
+	require.True(t, ok, "a commit on the synchronous primary")
+	require.Contains(t, standby, "streaming", "what pg_stat_replication said: %s", standby)
+
+	pid, err := walReceiverPID(ctx, f.other(primary))
+	require.NoError(t, err)
+	_, err = f.exec(ctx, "kill -STOP "+strconv.Itoa(pid))
+	require.NoError(t, err)
+	defer func() {
+		_, err := f.exec(context.Background(), "kill -CONT "+strconv.Itoa(pid))
+		require.NoError(t, err)
+	}()
+	require.True(t, acceptsWrites(ctx, primary), "a commit without WAL of its own does not wait for the standby")
+	_, ok = synchronousCommit(ctx, primary)
+	require.False(t, ok, "a commit that writes waits for the frozen standby")
 }

@@ -30,6 +30,7 @@ func (f *Formation) SetSynchronous(ctx context.Context, on bool) error {
 			return fmt.Errorf("pgha: set replication-quorum of %s to %t: %w", n.Name, on, err)
 		}
 	}
+	f.asynchronous.Store(!on)
 	var last string
 	for {
 		p, err := f.WaitStable(ctx)
