@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // Mode chooses how the Idempotent executor turns a call into at most one
@@ -53,6 +54,11 @@ const (
 	// DefaultKeyCacheBytes bounds the key cache (Config.KeyCacheBytes):
 	// about 16,000 calls of 100-byte arguments.
 	DefaultKeyCacheBytes = 4 << 20
+	// MaxKeyCacheBytes is the largest Config.KeyCacheBytes New takes: the
+	// cache's slots are allocated when the executor is made (an eighth of
+	// the budget), so a budget past any machine's memory would crash the
+	// process there instead of failing with an error.
+	MaxKeyCacheBytes = 1 << 30
 	// defaultRenewDivisor: the lease is renewed every Lease/3, so that two
 	// renewals in a row may fail before the lease runs out.
 	defaultRenewDivisor = 3
@@ -100,7 +106,7 @@ type Config struct {
 	// while such calls mostly turn out new; once they mostly turn out
 	// stored (a restarted process, another replica), they are read first.
 	// A disabled or too small cache makes replays cost more. Defaults to
-	// DefaultKeyCacheBytes; negative disables it.
+	// DefaultKeyCacheBytes; negative disables it; at most MaxKeyCacheBytes.
 	KeyCacheBytes int
 
 	// Logger receives debug lines on replays, misses, claims, takeovers and
@@ -158,10 +164,12 @@ func (c Config) validate() error {
 	); err != nil {
 		return err
 	}
-	if c.Observer != nil && isNil(c.Observer) {
+	if c.Observer != nil && nilness.IsNil(c.Observer) {
 		return &contract.ConfigError{Config: configName, Field: "Observer", Problem: "a nil pointer in a non-nil interface"}
 	}
 	switch {
+	case c.KeyCacheBytes > MaxKeyCacheBytes:
+		return &contract.ConfigError{Config: configName, Field: "KeyCacheBytes", Problem: "over MaxKeyCacheBytes (1 GiB)"}
 	case c.RenewEvery <= 0:
 		return &contract.ConfigError{Config: configName, Field: "RenewEvery", Problem: "not positive"}
 	case c.RenewEvery >= c.Lease:

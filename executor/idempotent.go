@@ -3,10 +3,10 @@ package executor
 import (
 	"context"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -42,10 +42,10 @@ type Idempotent struct {
 // or a nonsensical cfg, gives a typed error (errors.Is(err,
 // store.ErrInvalidInput)).
 func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
-	if isNil(inner) {
+	if nilness.IsNil(inner) {
 		return nil, &contract.ConfigError{Config: "executor.New", Field: "inner", Problem: "nil executor"}
 	}
-	if isNil(st) {
+	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: "executor.New", Field: "store", Problem: "nil"}
 	}
 	c := cfg.withDefaults()
@@ -66,19 +66,6 @@ func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
 	e.flights.init()
 	e.keys.init(c.KeyCacheBytes)
 	return e, nil
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer (or
-// another nil-able kind): calling a method on it would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // Scoped is an Idempotent bound to one scope (run). It is cheap: make one

@@ -89,6 +89,29 @@ func TestConfigDurationsOutOfRangeGiveAConfigError(t *testing.T) {
 	require.Equal(t, store.Stats{}, st.Stats())
 }
 
+// A key cache budget past MaxKeyCacheBytes is refused with a ConfigError
+// naming the field: the cache's slots are allocated in New, and math.MaxInt
+// panicked there (makeslice) while 1<<50 ended the process out of memory.
+// Smaller budgets, and negative ones (no cache), are taken.
+func TestKeyCacheBytesOverTheMaximumGiveAConfigError(t *testing.T) {
+	t.Parallel()
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	for _, n := range []int{MaxKeyCacheBytes + 1, 1 << 50, math.MaxInt} {
+		var e *Idempotent
+		require.NotPanics(t, func() { e, err = New(&countingTool{}, st, &Config{KeyCacheBytes: n}) }, "%d", n)
+		require.Nil(t, e, "%d", n)
+		require.ErrorIs(t, err, store.ErrInvalidInput, "%d", n)
+		var cfgErr *contract.ConfigError
+		require.ErrorAs(t, err, &cfgErr, "%d", n)
+		require.Equal(t, "KeyCacheBytes", cfgErr.Field)
+	}
+	for _, n := range []int{DefaultKeyCacheBytes, -1, math.MinInt} {
+		_, err := New(&countingTool{}, st, &Config{KeyCacheBytes: n})
+		require.NoError(t, err, "%d", n)
+	}
+}
+
 // The longest durations allowed are accepted, and a call runs and replays
 // under them.
 func TestConfigDurationsAtTheMaximumWork(t *testing.T) {

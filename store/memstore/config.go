@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/seal"
 )
@@ -96,6 +97,11 @@ func (c *Config) validate(raw *Config) error {
 	if raw != nil {
 		if err := raw.Limits.Validate(configName); err != nil {
 			return err
+		}
+		// A Clock holding a nil pointer passes withDefaults' == nil and
+		// would panic on the store's first call.
+		if raw.Clock != nil && nilness.IsNil(raw.Clock) {
+			return &contract.ConfigError{Config: configName, Field: "Clock", Problem: "a nil pointer in a non-nil interface"}
 		}
 	}
 	if err := contract.CheckConfigDuration(configName, "DefaultScopeTTL", c.DefaultScopeTTL); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
+	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
 
 func TestCopiedRecordsDoNotAliasTheStore(t *testing.T) {
@@ -91,6 +92,9 @@ func TestNewRejectsNonsenseConfig(t *testing.T) {
 		// math.MaxInt64 into a size the default MaxBytes holds.
 		"result limit of MaxInt":          {Limits: store.Limits{MaxResultBytes: math.MaxInt}},
 		"scope and tool limits of MaxInt": {Limits: store.Limits{MaxScopeBytes: math.MaxInt, MaxToolBytes: math.MaxInt}},
+		// A nil pointer in the Clock interface is not the default clock:
+		// it passed New and panicked on the first call.
+		"typed nil clock": {Clock: (*memstoretest.ManualClock)(nil)},
 	} {
 		_, err := memstore.New(&cfg)
 		var ce *store.ConfigError
