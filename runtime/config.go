@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -126,7 +127,7 @@ func (c Config) validate() error {
 		return &contract.ConfigError{Config: configName, Field: field, Problem: problem}
 	}
 	switch {
-	case isNil(c.Model):
+	case nilness.IsNil(c.Model):
 		return cfgErr("Model", "required")
 	case c.MaxRetries < NoRetries:
 		return cfgErr("MaxRetries", "negative (use NoRetries to disable retries)")
@@ -136,33 +137,24 @@ func (c Config) validate() error {
 		return cfgErr("MaxStepOutput", "negative")
 	}
 	for i, g := range c.QualityGates {
-		if isNil(g) {
+		if nilness.IsNil(g) {
 			return cfgErr("QualityGates", "gate "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, m := range c.Fallbacks {
-		if isNil(m) {
+		if nilness.IsNil(m) {
 			return cfgErr("Fallbacks", "model "+strconv.Itoa(i)+" is nil")
 		}
 	}
 	for i, o := range c.Observers {
-		if isNil(o) {
+		if nilness.IsNil(o) {
 			return cfgErr("Observers", "observer "+strconv.Itoa(i)+" is nil")
 		}
 	}
+	// A nil Bus means none, but a typed nil (PublisherFunc(nil), a nil *T)
+	// is not nil to emit and would panic on the run's first event.
+	if c.Bus != nil && nilness.IsNil(c.Bus) {
+		return cfgErr("Bus", "a nil "+reflect.TypeOf(c.Bus).String()+"; leave Bus nil for no bus")
+	}
 	return nil
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer (or
-// another nil-able kind), such as a *openaimodel.Model left nil by an
-// ignored constructor error: calling its methods would panic mid-run.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

@@ -40,6 +40,9 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"typed nil model", &agent.Config{Model: agent.ModelFunc(nil)}, "runtime.Config", "Model"},
 		{"typed nil fallback", &agent.Config{Model: model, Fallbacks: []agent.Model{agent.ModelFunc(nil)}}, "runtime.Config", "Fallbacks"},
 		{"typed nil gate", &agent.Config{Model: model, QualityGates: []agent.Gate{agent.GateFunc(nil)}}, "runtime.Config", "QualityGates"},
+		{"typed nil observer", &agent.Config{Model: model, Observers: []agent.Observer{(*recordingObserver)(nil)}}, "runtime.Config", "Observers"},
+		{"typed nil bus", &agent.Config{Model: model, Bus: agent.PublisherFunc(nil)}, "runtime.Config", "Bus"},
+		{"nil pointer bus", &agent.Config{Model: model, Bus: (*recordingBus)(nil)}, "runtime.Config", "Bus"},
 		{"typed nil store", &agent.Config{Model: model, Store: nilStore}, "executor.New", "store"},
 		{"bad executor tuning", &agent.Config{Model: model, Store: st, Executor: &executor.Config{Lease: -1}}, "executor.Config", "Lease"},
 	} {

@@ -114,6 +114,10 @@
 // "Attempt N of M" counts gate attempts. ARGS, OUTPUT, ERROR and FEEDBACK
 // are abbreviated by Abbreviate to Config.MaxStepOutput characters (100 by
 // default); the model and the transcript always get the full bytes.
+// A tool NAME in a step is shown the same way, cut after 256 characters
+// (contract.DefaultMaxToolBytes), so that a name the model makes up cannot
+// add a line or flood the step; a name of printable characters within the
+// store's default limit, as any real tool's is, is shown unchanged.
 //
 // Package runtime/runtimetest holds a scripted model for tests.
 package runtime

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // Registry holds the tools a runtime offers the model and dispatches calls
@@ -42,7 +43,9 @@ func (r *Registry) Register(spec ToolSpec, exec executor.Executor) error {
 	switch {
 	case spec.Name == "":
 		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "empty name"}
-	case exec == nil:
+	case nilness.IsNil(exec):
+		// A typed nil (executor.ExecutorFunc(nil), a nil *T) is as unusable
+		// as nil: accepted, it would panic only when the model calls the tool.
 		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "nil executor"}
 	case len(spec.Parameters) > 0 && !json.Valid(spec.Parameters):
 		return &ToolError{Tool: spec.Name, Err: ErrInvalidToolSpec, Problem: "parameters schema is not valid JSON"}

@@ -83,3 +83,28 @@ func TestRegistryPassesReconcileToTheTool(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found, "a tool that cannot tell answers not found")
 }
+
+func TestRegistryRefusesTypedNilExecutorsAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	// A typed nil is not == nil: it used to be registered and panicked only
+	// when the model called the tool.
+	r := agent.NewRegistry()
+	for _, tc := range []struct {
+		name string
+		exec executor.Executor
+	}{
+		{"nil ExecutorFunc", executor.ExecutorFunc(nil)},
+		{"nil pointer executor", (*countingTool)(nil)},
+	} {
+		err := r.Register(agent.ToolSpec{Name: "send"}, tc.exec)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, tc.name)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, tc.name)
+		require.Equal(t, "send", te.Tool, tc.name)
+		require.Equal(t, "nil executor", te.Problem, tc.name)
+	}
+	require.Empty(t, r.Specs(), "a refused registration changes nothing")
+	require.ErrorIs(t, r.Check("send"), agent.ErrUnknownTool)
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "send"}, ok), "the name is still free")
+}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Abbreviate renders a tool output (or arguments) for a one-line progress
@@ -39,6 +41,20 @@ func Abbreviate(output []byte, max int) string {
 	return s // unreachable: the rune count is above max
 }
 
+// maxStepName bounds, in characters, the tool name a step shows: as many as
+// the store accepts by default (contract.DefaultMaxToolBytes bytes are at
+// most that many characters), so a name the store takes is shown whole.
+const maxStepName = contract.DefaultMaxToolBytes
+
+// stepName renders a tool name for a step. The model chooses the name, and
+// an unknown one is validated nowhere before its "refused" step: unfiltered,
+// a name holding a newline would forge a second step, and a long one would
+// flood the line. A real tool's name (printable, within the store's default
+// limit) comes out unchanged.
+func stepName(tool string) string {
+	return Abbreviate([]byte(tool), maxStepName)
+}
+
 // stepWriter formats the run's progress steps. Their text is part of the
 // package's contract (see the package doc), so it lives in one place.
 type stepWriter struct {
@@ -51,23 +67,23 @@ func (w stepWriter) attempt(n, of int) {
 }
 
 func (w stepWriter) calling(tool string, args json.RawMessage) {
-	w.emit("Calling tool " + tool + "(" + Abbreviate(compactJSON(args), w.max) + ")")
+	w.emit("Calling tool " + stepName(tool) + "(" + Abbreviate(compactJSON(args), w.max) + ")")
 }
 
 func (w stepWriter) reused(tool string, output []byte) {
-	w.emit("  " + tool + " reused cached result: " + Abbreviate(output, w.max))
+	w.emit("  " + stepName(tool) + " reused cached result: " + Abbreviate(output, w.max))
 }
 
 func (w stepWriter) reusedFailure(tool string, output []byte) {
-	w.emit("  " + tool + " reused cached failure: " + Abbreviate(output, w.max))
+	w.emit("  " + stepName(tool) + " reused cached failure: " + Abbreviate(output, w.max))
 }
 
 func (w stepWriter) refused(tool string, err error) {
-	w.emit("  " + tool + " refused: " + Abbreviate([]byte(err.Error()), w.max))
+	w.emit("  " + stepName(tool) + " refused: " + Abbreviate([]byte(err.Error()), w.max))
 }
 
 func (w stepWriter) failed(tool string, output []byte) {
-	w.emit("  " + tool + " failed: " + Abbreviate(output, w.max))
+	w.emit("  " + stepName(tool) + " failed: " + Abbreviate(output, w.max))
 }
 
 func (w stepWriter) failover(from, to string, err error) {
