@@ -3,6 +3,7 @@ package httpidem_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -226,4 +227,40 @@ func TestManyKeysRunConcurrently(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, int64(20), h.runs.Load())
 	})
+}
+
+func TestAnEndedRequestContextWhileWaitingGets409NotA200(t *testing.T) {
+	t.Parallel()
+	ws := watch(newMemStore(t))
+	h := newBlockingOrders()
+	m := newMiddleware(t, ws, &httpidem.Config{WaitForInFlight: true, MaxWait: 10 * time.Second})
+	srv := serve(t, m, h)
+	// The second request's context ends long before MaxWait: the service
+	// set a deadline, and its client is still waiting for an answer.
+	timed := httptest.NewServer(withDeadline(250*time.Millisecond, m.Wrap(h)))
+	t.Cleanup(timed.Close)
+	ctx := testContext(t)
+	// Let the handler go even when the test fails early, before the
+	// servers close (cleanups run last first): Close waits for it.
+	release := sync.OnceFunc(func() { close(h.release) })
+	t.Cleanup(release)
+
+	done := make(chan answer, 1)
+	go func() {
+		a, _ := trySend(ctx, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		done <- a
+	}()
+	<-h.entered
+	second := send(t, timed, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusConflict, second.Status, "answered as when MaxWait runs out, not 200 with an empty body")
+	require.Equal(t, "1", second.Header.Get("Retry-After"))
+	require.Equal(t, httpidem.CodeInFlight, problemOf(t, second).Code)
+	select {
+	case <-ws.waits:
+	default:
+		require.Fail(t, "the second request never waited for the first")
+	}
+	release()
+	require.Equal(t, http.StatusCreated, (<-done).Status)
+	require.Equal(t, int64(1), h.runs.Load())
 }

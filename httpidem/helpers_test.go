@@ -197,3 +197,14 @@ func (b *backend) record(t *testing.T, principal, key string) (store.Record, boo
 	require.ErrorIs(t, err, store.ErrNotFound)
 	return store.Record{}, false
 }
+
+// withDeadline is a service's timeout middleware in front of h: it ends
+// each request's context d from now (already, for d <= 0), whether or not
+// the client is still there.
+func withDeadline(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

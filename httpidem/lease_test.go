@@ -3,6 +3,7 @@ package httpidem_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -117,6 +118,24 @@ func TestAStoreThatFailsGets503AndRunsNothing(t *testing.T) {
 	require.Equal(t, "3", a.Header.Get("Retry-After"))
 	require.Equal(t, httpidem.CodeStoreUnavailable, problemOf(t, a).Code)
 	require.Zero(t, h.runs.Load())
+}
+
+func TestAnEndedRequestContextGetsA503NotA200AndClaimsNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		h := &orders{}
+		// The context has ended before the middleware sees the request:
+		// the store's Get fails at once. The client is still there.
+		srv := httptest.NewServer(withDeadline(-time.Second, newMiddleware(t, b.st, &httpidem.Config{RetryAfter: 3 * time.Second}).Wrap(h)))
+		t.Cleanup(srv.Close)
+		a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusServiceUnavailable, a.Status, "the store-failure problem, not 200 with an empty body")
+		require.Equal(t, "3", a.Header.Get("Retry-After"))
+		require.Equal(t, httpidem.CodeStoreUnavailable, problemOf(t, a).Code)
+		require.Zero(t, h.runs.Load())
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "no claim is left behind")
+	})
 }
 
 func TestACorruptStoredResponseGets500(t *testing.T) {

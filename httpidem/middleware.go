@@ -8,11 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -39,7 +39,7 @@ type Middleware struct {
 // an ignored constructor error), a config that makes no sense, or one that
 // does not fit st's limits, with a *contract.ConfigError.
 func New(st store.CallStore, cfg *Config) (*Middleware, error) {
-	if isNil(st) {
+	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: "httpidem.New", Field: "st", Problem: "nil"}
 	}
 	s, err := settle(cfg, st.Limits())
@@ -60,7 +60,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no idempotency middleware for this request.", "")
 		})
 	}
-	if isNil(next) {
+	if nilness.IsNil(next) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.cfg.log.LogAttrs(r.Context(), slog.LevelError, "httpidem: Wrap was given a nil handler")
 			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no handler for this request.", "")
@@ -276,9 +276,12 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 		switch {
 		case err == nil:
 			// The holder is done, or its lease ended: claim again.
-		case ctx.Err() != nil:
-			return // the client went away: nobody to answer
 		case ranOut:
+			// MaxWait ran out, or the request's own context ended first.
+			// The context ending is not always the client leaving: a
+			// timeout middleware in the service may have set a deadline,
+			// and its client is waiting for an answer. Answer as when
+			// MaxWait runs out; a client that left loses nothing.
 			m.inFlight(w)
 			return
 		default:
@@ -337,32 +340,27 @@ func (m *Middleware) inFlight(w http.ResponseWriter) {
 }
 
 // storeFailed answers a store failure: 503 when a retry may help, 500 for
-// the service's own faults, nothing when the client went away.
+// the service's own faults. A store call that failed because the request's
+// context ended gets the 503 too, never nothing: the context may have been
+// ended by the service (a timeout middleware's deadline) while the client
+// still waits, and without an answer net/http would send 200 with an empty
+// body for a handler that never ran. Writing to a client that left does no
+// harm.
 func (m *Middleware) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
-	if r.Context().Err() != nil {
-		return
-	}
 	if contract.ClassOf(err) == contract.ClassBadCall {
 		m.cfg.log.LogAttrs(r.Context(), slog.LevelError, "httpidem: the store refused the request's record", slog.String("op", op), slog.String("error", err.Error()))
 		writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service could not record this request.", "")
 		return
 	}
-	m.cfg.log.LogAttrs(r.Context(), slog.LevelWarn, "httpidem: store failed", slog.String("op", op), slog.String("error", err.Error()))
+	if r.Context().Err() != nil {
+		// Not the store's fault: no warning for every client that leaves.
+		m.cfg.log.LogAttrs(r.Context(), slog.LevelInfo, "httpidem: the request's context ended before the store answered",
+			slog.String("op", op), slog.String("error", err.Error()))
+	} else {
+		m.cfg.log.LogAttrs(r.Context(), slog.LevelWarn, "httpidem: store failed", slog.String("op", op), slog.String("error", err.Error()))
+	}
 	writeProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable,
 		"The service cannot check this idempotency key now: retry after the time in Retry-After, with the same key.", m.cfg.retryAfterHeader)
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer (or
-// another nil-able kind): calling a method on it would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // withBody gives the handler the body the middleware read, to read again.

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -182,6 +185,68 @@ func TestStreamedAndOversizedResponsesAreNotStored(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestAHijackAfterWriteHeaderSendsTheHeldStatusFirstAsNetHTTPDoes(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("X-Job", "7")
+		w.WriteHeader(http.StatusAccepted)
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("raw bytes after the hijack")
+		if err := rw.Flush(); err != nil {
+			t.Error(err)
+		}
+	})
+	bare := httptest.NewServer(h)
+	t.Cleanup(bare.Close)
+	st := newMemStore(t)
+	wrapped := newMiddleware(t, st, nil).Wrap(h)
+	// The handler ends the connection before the middleware is done with
+	// the claim: wait for the middleware.
+	served := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wrapped.ServeHTTP(w, r)
+		served <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+
+	want := rawExchange(t, bare)
+	got := rawExchange(t, srv)
+	<-served
+	require.True(t, strings.HasPrefix(got, "HTTP/1.1 202 Accepted\r\n"), "the held status goes out before the raw bytes: %q", got)
+	require.Equal(t, want, got, "the client gets what the bare handler sends")
+	require.Equal(t, int64(2), runs.Load())
+
+	b := &backend{st: st}
+	rec, found := b.record(t, "", "k")
+	require.True(t, found)
+	require.Equal(t, store.StatusReleased, rec.Status, "a hijacked response is not stored")
+	require.Contains(t, rec.LastError, "hijacked")
+}
+
+// rawExchange sends one keyed POST to srv over a plain TCP connection and
+// returns every byte the server sent until it closed the connection, its
+// Date header dropped (it differs between two servers' answers).
+func rawExchange(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(testTimeout)))
+	_, err = io.WriteString(conn, "POST /jobs HTTP/1.1\r\nHost: example\r\nIdempotency-Key: \"k\"\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	require.NoError(t, err)
+	all, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	return regexp.MustCompile(`(?m)^Date: [^\r\n]*\r\n`).ReplaceAllString(string(all), "")
 }
 
 func TestResponseControllerStillReachesTheConnection(t *testing.T) {

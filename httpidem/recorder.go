@@ -105,10 +105,11 @@ func (r *recorder) FlushError() error {
 // Flush is FlushError for callers of http.Flusher.
 func (r *recorder) Flush() { _ = r.FlushError() }
 
-// Hijack hands the connection over; nothing is stored.
+// Hijack hands the connection over; nothing is stored. What was held
+// back (a status, a body) is sent first, as net/http sends a response
+// written before a hijack: the handler's raw bytes come after it.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	r.unsaved = "the handler hijacked the connection"
-	r.through = true
+	r.passThrough("the handler hijacked the connection")
 	return http.NewResponseController(r.w).Hijack()
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -122,9 +123,9 @@ func checkTxArgs(ctx context.Context, tx, st any) error {
 	switch {
 	case ctx == nil:
 		return contract.CheckContext(ctx)
-	case isNil(tx):
+	case nilness.IsNil(tx):
 		return &contract.InputError{Field: "tx", Problem: "nil"}
-	case isNil(st):
+	case nilness.IsNil(st):
 		return &contract.InputError{Field: "st", Problem: "nil"}
 	}
 	return nil
