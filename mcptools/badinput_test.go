@@ -101,6 +101,26 @@ func TestCallerRefusesInvalidArgumentsWithoutSendingThem(t *testing.T) {
 	require.Equal(t, 1, calls)
 }
 
+func TestCallerSendsWhiteSpaceArgumentsAsAbsentNotAsInvalidJSON(t *testing.T) {
+	t.Parallel()
+	var calls int
+	cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	c, err := mcptools.NewCaller(cs)
+	require.NoError(t, err)
+	for _, args := range []string{" ", " \n", "\t\r\n "} {
+		res, err := c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(args)})
+		require.NoError(t, err, "%q is absent arguments, as keyhash reads it", args)
+		require.False(t, res.Failed)
+	}
+	require.Equal(t, 3, calls)
+
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(" \n{\"to\":")})
+	var ae *contract.ArgumentsError
+	require.ErrorAs(t, err, &ae, "white space around invalid JSON is still refused")
+	require.Equal(t, len(" \n{\"to\":"), ae.Offset, "the offset counts from the arguments as given")
+	require.Equal(t, 3, calls)
+}
+
 func TestErrorsQuoteAHugeToolNameAsABoundedPrefix(t *testing.T) {
 	t.Parallel()
 	huge := strings.Repeat("t", 1<<20)

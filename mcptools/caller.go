@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +37,8 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 
 // Execute calls the server's tool call.Tool with call.Args. Arguments
 // that are not valid JSON are refused with a *contract.ArgumentsError, and
-// nothing is sent. The request's
+// nothing is sent; all-white-space arguments are absent ones (the key of {}
+// and null), and none are sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
 // idempotent call, and what WithCallParams put in ctx; the invocation id and
 // the provider call id stay local.
@@ -59,12 +61,17 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	if c == nil || c.session == nil {
 		return executor.Result{}, &contract.InputError{Field: "caller", Problem: "no session (make a Caller with NewCaller)"}
 	}
-	if len(call.Args) > 0 {
+	// All-white-space arguments are absent arguments, as keyhash reads
+	// them (the key of {} and null): refusing them here would refuse a
+	// call whose key an idempotent executor has already claimed. They run
+	// as absent ones do, with no arguments sent.
+	args := bytes.Trim(call.Args, " \t\r\n")
+	if len(args) > 0 {
 		// The SDK fails to marshal invalid JSON before sending, with an
 		// error that would read as a call whose outcome is unknown: nothing
 		// was sent, and the arguments are what is wrong.
 		var v json.RawMessage
-		if err := json.Unmarshal(call.Args, &v); err != nil {
+		if err := json.Unmarshal(call.Args, &v); err != nil { // offsets count from call.Args
 			offset := -1
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
@@ -84,7 +91,7 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		InputResponses: p.InputResponses,
 		RequestState:   p.RequestState,
 	}
-	if len(call.Args) > 0 {
+	if len(args) > 0 {
 		params.Arguments = json.RawMessage(call.Args)
 	}
 	rctx, slot := withRawSlot(ctx)

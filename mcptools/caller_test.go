@@ -201,3 +201,31 @@ func TestNilArgumentsAreRefusedWithTypedErrors(t *testing.T) {
 	_, err = mcptools.ListTools(nil, nil)
 	require.ErrorIs(t, err, store.ErrInvalidInput)
 }
+
+func TestWhiteSpaceArgumentsRunAsAbsentOnesAndLeaveNoRefusedClaim(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, nil)
+	ex, st := idempotent(t, srv.session, "run-1")
+	// keyhash reads all-white-space arguments as absent: the key of {} and
+	// null. The Caller must run them too, not refuse the call it was
+	// handed under a claim.
+	blank := executor.Call{Tool: mcptest.ToolMeta, Args: json.RawMessage(" \t\r\n")}
+
+	first, err := ex.Execute(testContext(t), blank)
+	require.NoError(t, err, "not refused as invalid JSON")
+	require.False(t, first.Failed)
+	require.False(t, first.Replayed)
+
+	again, err := ex.Execute(testContext(t), executor.Call{Tool: mcptest.ToolMeta, Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.True(t, again.Replayed, "{} is the call white space was")
+	require.Equal(t, first.Output, again.Output)
+
+	ent, err := executor.EntryOf(blank, st.Limits())
+	require.NoError(t, err)
+	rec, err := st.Get(testContext(t), "run-1", ent.Key)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Status)
+	require.Equal(t, 1, rec.Attempts, "one claim, completed")
+	require.Empty(t, rec.LastError, "no claim was released")
+}
