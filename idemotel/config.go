@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // DefaultMaxToolNames bounds the distinct tool names metrics carry: a
@@ -63,10 +64,10 @@ func New(cfg *Config) (*Instrumentation, error) {
 	}
 	// A typed nil (a provider variable never assigned) is not nil to the
 	// checks below, and its Tracer or Meter method would panic.
-	if c.TracerProvider != nil && isNil(c.TracerProvider) {
+	if c.TracerProvider != nil && nilness.IsNil(c.TracerProvider) {
 		return nil, &contract.ConfigError{Config: "idemotel.Config", Field: "TracerProvider", Problem: "a nil pointer in a non-nil interface"}
 	}
-	if c.MeterProvider != nil && isNil(c.MeterProvider) {
+	if c.MeterProvider != nil && nilness.IsNil(c.MeterProvider) {
 		return nil, &contract.ConfigError{Config: "idemotel.Config", Field: "MeterProvider", Problem: "a nil pointer in a non-nil interface"}
 	}
 	if c.MaxToolNames == 0 {

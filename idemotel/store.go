@@ -3,7 +3,6 @@ package idemotel
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -181,7 +181,7 @@ func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (
 	if in == nil {
 		return nil, nilInstrumentation("idemotel.WrapCallStore")
 	}
-	if isNil(st) {
+	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapCallStore", Field: "store", Problem: "nil"}
 	}
 	return &callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, nil
@@ -196,7 +196,7 @@ func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.St
 	if in == nil {
 		return nil, nilInstrumentation("idemotel.WrapStore")
 	}
-	if isNil(st) {
+	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: "idemotel.WrapStore", Field: "store", Problem: "nil"}
 	}
 	return &wholeStore{callStore: callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, whole: st}, nil
@@ -207,15 +207,4 @@ func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.St
 // the mistake.
 func nilInstrumentation(config string) error {
 	return &contract.ConfigError{Config: config, Field: "in", Problem: "nil *Instrumentation"}
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer
-// (a store left nil by an ignored constructor error), whose methods would
-// panic on the call path.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
