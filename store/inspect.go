@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +142,11 @@ func (q AttentionQuery) Check(l Limits) error {
 		return CheckDuration("stuck after", q.StuckAfter)
 	case q.FailingAttempts < 0:
 		return &InputError{Field: "failing attempts", Problem: "negative"}
+	case q.FailingAttempts > math.MaxInt32:
+		// Attempts are a 32-bit count in the stores (pgstore's column is
+		// an integer, which would refuse the value as an encoding error
+		// that reads as an outage).
+		return &InputError{Field: "failing attempts", Problem: "over 2147483647"}
 	case q.Limit < 0:
 		return &InputError{Field: "limit", Problem: "negative"}
 	case q.Limit > MaxAttentionLimit:

@@ -148,13 +148,29 @@ func SanitizeCause(s string) string {
 
 // CheckDistinct refuses a batch (ClaimMany) that names one key twice: the
 // second entry could only wait for the first, its own caller.
+// Small batches (a model's turn) compare pairs, which costs less than a
+// map; large ones use a map, so the check stays linear (50,000 entries took
+// 19 s of pairs).
 func CheckDistinct(es []Entry) error {
-	for i := range es {
-		for j := range i {
-			if es[i].Key == es[j].Key {
-				return &InputError{Field: "entries", Problem: "key " + es[i].Key.String() + " appears twice"}
+	dup := func(e Entry) error {
+		return &InputError{Field: "entries", Problem: "key " + e.Key.String() + " appears twice"}
+	}
+	if len(es) <= 32 {
+		for i := range es {
+			for j := range i {
+				if es[i].Key == es[j].Key {
+					return dup(es[i])
+				}
 			}
 		}
+		return nil
+	}
+	seen := make(map[keyhash.Sum]struct{}, len(es))
+	for _, e := range es {
+		if _, ok := seen[e.Key]; ok {
+			return dup(e)
+		}
+		seen[e.Key] = struct{}{}
 	}
 	return nil
 }
