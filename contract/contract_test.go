@@ -189,6 +189,11 @@ func TestTypedErrorsUnwrapToTheirSentinels(t *testing.T) {
 		require.ErrorIs(t, err, sentinel)
 		require.NotEmpty(t, err.Error())
 	}
+	// A value built without its cause (a test's fake store) still prints.
+	require.NotPanics(t, func() {
+		require.Equal(t, "idemstore: store unavailable: claim", (&contract.UnavailableError{Op: "claim"}).Error())
+		require.Equal(t, "idemstore: refused by the store: claim: denied", (&contract.RefusedError{Op: "claim", Reason: "denied"}).Error())
+	})
 	require.ErrorIs(t, &contract.UnavailableError{Err: driver}, driver)
 	require.ErrorIs(t, &contract.RefusedError{Err: driver}, driver)
 	long := strings.Repeat("s", 100_000)

@@ -14,7 +14,7 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	return "idemstore: store unavailable: " + e.Op + ": " + e.Err.Error()
+	return "idemstore: store unavailable: " + e.Op + errText(e.Err)
 }
 
 // Unwrap returns both ErrUnavailable and the driver's error, so
@@ -30,7 +30,17 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return "idemstore: refused by the store: " + e.Op + ": " + e.Reason + ": " + e.Err.Error()
+	return "idemstore: refused by the store: " + e.Op + ": " + e.Reason + errText(e.Err)
+}
+
+// errText is ": " and err's text, or nothing for a nil err: the store
+// always sets the cause, but a value a caller builds (a test's fake store)
+// may leave it out, and its Error must not panic.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
 }
 
 // Unwrap returns both ErrRefused and the driver's error.
