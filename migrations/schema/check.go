@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // MigrateCommand is the command, with %s for the schema, that a *NotMigratedError
@@ -79,6 +80,9 @@ func Check(ctx context.Context, q QueryRower, name string) error {
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
 	}
+	if err := checkQuerier(q); err != nil {
+		return err
+	}
 	if err := Validate(name); err != nil {
 		return err
 	}
@@ -126,6 +130,9 @@ func Version(ctx context.Context, q QueryRower, name string) (int64, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return 0, err
 	}
+	if err := checkQuerier(q); err != nil {
+		return 0, err
+	}
 	if err := Validate(name); err != nil {
 		return 0, err
 	}
@@ -154,4 +161,13 @@ func read(ctx context.Context, q QueryRower, name string) (state, error) {
 	}
 	err := q.QueryRow(ctx, "SELECT coalesce(max(version_id), 0) FROM "+table).Scan(&s.version)
 	return s, err
+}
+
+// checkQuerier refuses a nil q, also a nil *pgxpool.Pool or *pgx.Conn in
+// the interface, whose first query would panic.
+func checkQuerier(q QueryRower) error {
+	if nilness.IsNil(q) {
+		return &contract.InputError{Field: "q", Problem: "nil"}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/contract"
@@ -102,6 +103,23 @@ func TestCheckRejectsABadSchemaNameOrANilContext(t *testing.T) {
 	var ie *contract.InputError
 	require.ErrorAs(t, schema.Check(nilCtx, pool, name), &ie)
 	require.Equal(t, "ctx", ie.Field)
+}
+
+// A nil querier, also a nil *pgxpool.Pool in the interface, is a typed
+// error naming it in Check and Version, not a nil dereference.
+func TestCheckAndVersionRefuseANilQuerier(t *testing.T) {
+	t.Parallel()
+	var nilPool *pgxpool.Pool
+	for name, q := range map[string]schema.QueryRower{"nil": nil, "nil *pgxpool.Pool": nilPool} {
+		require.NotPanics(t, func() {
+			var ie *contract.InputError
+			require.ErrorAs(t, schema.Check(context.Background(), q, "idemstore"), &ie, name)
+			require.Equal(t, "q", ie.Field, name)
+			_, err := schema.Version(context.Background(), q, "idemstore")
+			require.ErrorAs(t, err, &ie, name)
+			require.Equal(t, "q", ie.Field, name)
+		}, name)
+	}
 }
 
 func TestCheckWithACancelledContextIsInterruptedNeverUnavailable(t *testing.T) {

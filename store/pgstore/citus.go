@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -108,7 +109,7 @@ func (s *Store) removeExpiredOnWorkers(ctx context.Context, limit int) (int, err
 	cmd := pgsql.ShardCommand()
 	total := 0
 	for total < limit && len(scopes) > 0 {
-		share := (limit - total + len(scopes) - 1) / len(scopes)
+		share := cleanupShare(limit-total, len(scopes))
 		type result struct {
 			removed int64
 			more    bool
@@ -138,6 +139,15 @@ func (s *Store) removeExpiredOnWorkers(ctx context.Context, limit int) (int, err
 		scopes = more
 	}
 	return total, nil
+}
+
+// cleanupShare is one worker's share of the left records to remove among
+// workers, rounded up, computed so that a limit near math.MaxInt does not
+// wrap, and bounded by the worker function's integer argument: a share
+// that wrapped to 0 made every worker report more for ever, and
+// removeExpiredOnWorkers never ended.
+func cleanupShare(left, workers int) int {
+	return min(left/workers+min(left%workers, 1), math.MaxInt32)
 }
 
 // cleanupScopes returns a scope of each worker, looked up again once they

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -101,7 +102,9 @@ func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
 }
 
 // ErrCleanerStarted is returned by a second Start: a Cleaner runs once.
-var ErrCleanerStarted = errors.New("idemstore: cleaner already started")
+// It matches contract.ErrRefused (ClassPermanent): starting it again never
+// succeeds.
+var ErrCleanerStarted = fmt.Errorf("idemstore: cleaner already started: %w", contract.ErrRefused)
 
 // Start runs the cleaner: a round at once, then one every Interval (plus
 // jitter) until Stop. A cleaner runs once: a second Start is an error.

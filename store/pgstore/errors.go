@@ -47,6 +47,12 @@ func (s *Store) translate(op string, err error) error {
 	if isContextError(err) {
 		return contract.Interrupted(op, err)
 	}
+	if errors.Is(err, pgx.ErrTxClosed) {
+		// The caller's transaction (CompleteTx, PutTx) was committed or
+		// rolled back before it was handed over: pgx refuses it without
+		// asking the server, and no retry can help.
+		return &store.InputError{Field: "tx", Problem: "already committed or rolled back"}
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return &store.UnavailableError{Op: op, Err: err}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/migrations/schema"
 )
 
@@ -142,6 +143,9 @@ func (e *PrivilegeError) Unwrap() error { return contract.ErrRefused }
 func CheckPrivileges(ctx context.Context, q schema.QueryRower, schemaName string, a Access) error {
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
+	}
+	if nilness.IsNil(q) { // also a nil *pgxpool.Pool, whose query would panic
+		return &contract.InputError{Field: "q", Problem: "nil"}
 	}
 	if err := schema.Validate(schemaName); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/seal"
@@ -30,7 +31,7 @@ func (s *Store) Put(ctx context.Context, scope string, e store.Entry, out store.
 // PutTx is Put inside the caller's transaction (probe-then-store mode's
 // counterpart of CompleteTx): the record takes effect when tx commits.
 func (s *Store) PutTx(ctx context.Context, tx pgx.Tx, scope string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	if tx == nil {
+	if nilness.IsNil(tx) { // also a nil *pgxpool.Tx, which pgx would dereference
 		return store.Record{}, false, &store.InputError{Field: "tx", Problem: "nil"}
 	}
 	if err := s.checkWrite(ctx, scope, opts, e); err != nil {
@@ -167,7 +168,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // or let its lease expire). ctx is used as given: the caller owns tx and its
 // deadline.
 func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out store.Outcome) (store.Record, error) {
-	if tx == nil {
+	if nilness.IsNil(tx) { // also a nil *pgxpool.Tx, which pgx would dereference
 		return store.Record{}, &store.InputError{Field: "tx", Problem: "nil"}
 	}
 	if err := s.checkClaim(ctx, c); err != nil {
