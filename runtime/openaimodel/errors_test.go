@@ -153,6 +153,21 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 		// Both decoded to an empty message, taken for an empty answer.
 		"a null choice":            {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[null]}`},
 		"a choice with no message": {Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`},
+		// Fields of the wrong type: the SDK decoded them to zero or
+		// converted values. tool_calls as an object became no calls, and
+		// the text was taken for the final answer while the model had
+		// asked for send_mail.
+		"tool_calls an object": {Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"Mailed Ada.",
+			"tool_calls":{"id":"c1","type":"function","function":{"name":"send_mail","arguments":"{}"}}}}]}`},
+		"tool_calls a string": {Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"ok","tool_calls":"zz"}}]}`},
+		"content a number":    {Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":123}}]}`},
+		// Calls without a usable function: once a call of the tool "", or
+		// an unsupported call (permanent) for a null one.
+		"a null tool call":                {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[null]}}]}`},
+		"a tool call's function a string": {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":"zz"}]}}]}`},
+		"a tool call without a function":  {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function"}]}}]}`},
+		"a function name a number":        {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":123,"arguments":"{}"}}]}}]}`},
+		"a tool call id a number":         {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":5,"type":"function","function":{"name":"t","arguments":"{}"}}]}}]}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

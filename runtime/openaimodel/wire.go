@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
@@ -99,6 +101,11 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		}
 	}
 	msg := c.Choices[0].Message
+	if field := brokenField(
+		namedField{"content", msg.JSON.Content, true}, namedField{"refusal", msg.JSON.Refusal, true}, namedField{"tool_calls", msg.JSON.ToolCalls, false},
+	); field != "" {
+		return agent.Response{}, m.malformed(sent, "the message's "+field+" has the wrong type")
+	}
 	resp := agent.Response{Text: msg.Content}
 	given := make(map[string]bool, len(msg.ToolCalls))
 	for i, tc := range msg.ToolCalls {
@@ -119,12 +126,24 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 	for i, tc := range msg.ToolCalls {
 		// Some compatible servers leave out "type"; a call with a function
 		// name is a function call.
-		if tc.Type != "function" && (tc.Type != "" || tc.Function.Name == "") {
+		if tc.Type != "function" && tc.Type != "" {
 			return agent.Response{}, &Error{
 				Model: m.cfg.Name, Status: 200, Attempts: sent,
 				Message: "tool call " + strconv.Itoa(i) + " has type " + contract.Quote(tc.Type) + "; only function tools are offered",
 				Err:     ErrUnsupportedToolCall,
 			}
+		}
+		// A null call, or one whose id, function or name is of the wrong
+		// type, is a broken reply, not a call of another kind: read on, it
+		// was a call of the tool "" (or of the number the name was
+		// converted from), where asking again gets a whole one.
+		if field := brokenField(
+			namedField{"id", tc.JSON.ID, true}, namedField{"function", tc.JSON.Function, false}, namedField{"function name", tc.Function.JSON.Name, true},
+		); field != "" {
+			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s "+field+" has the wrong type")
+		}
+		if tc.Function.Name == "" {
+			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+" names no function")
 		}
 		id := tc.ID
 		if id == "" {
@@ -148,6 +167,41 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		resp.ToolCalls = append(resp.ToolCalls, call)
 	}
 	return resp, nil
+}
+
+// malformed is the transient error of a 200 whose body is not a whole
+// chat completion: asking again may get one.
+func (m *Model) malformed(sent int, problem string) *Error {
+	return &Error{Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true, Message: problem, Err: ErrMalformedResponse}
+}
+
+// namedField is a field of the server's reply, its name for an error, and
+// whether it must be a JSON string.
+type namedField struct {
+	name  string
+	field respjson.Field
+	str   bool
+}
+
+// brokenField names the first of fields that the server sent with a value
+// of the wrong type, or returns "". The SDK decodes such a value to a zero
+// or converted one and only marks the field invalid: "tool_calls" sent as
+// an object became no tool calls, and the message's text was taken for the
+// final answer while the model had asked for a tool. A number where a
+// string belongs is converted and counted valid (the name 123 became the
+// tool "123"), so a string field must also hold a JSON string. An omitted
+// or null field is no such value.
+func brokenField(fields ...namedField) string {
+	for _, f := range fields {
+		raw := f.field.Raw()
+		if raw == respjson.Omitted || raw == respjson.Null {
+			continue
+		}
+		if !f.field.Valid() || f.str && !strings.HasPrefix(strings.TrimLeft(raw, " \t\r\n"), `"`) {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // invalid is the permanent error of a request that cannot be sent.
