@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -102,4 +103,22 @@ func TestCleanerStartedTwiceIsPermanent(t *testing.T) {
 	require.ErrorIs(t, pgstore.ErrCleanerStarted, contract.ErrRefused)
 	require.Equal(t, contract.ClassPermanent, contract.ClassOf(pgstore.ErrCleanerStarted))
 	require.False(t, contract.Retryable(pgstore.ErrCleanerStarted))
+}
+
+// TxTool(nil) is refused where the executor is made: before, every call
+// claimed its key, failed inside the tool and left a released record
+// carrying the error. Called directly it answers with an InputError.
+func TestTxToolOfANilFunctionIsRefusedByExecutorNew(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, nil)
+	tool := st.TxTool(nil)
+	_, err := executor.New(tool, st, nil)
+	var ce *contract.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "inner", ce.Field)
+	_, err = tool.Execute(ctx, executor.Call{Tool: "t", Args: []byte(`{}`)})
+	var ie *store.InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "tx tool", ie.Field)
 }

@@ -33,13 +33,29 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // record is read back: stored under the call's claim means committed.
 // Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
 // commits without storing anything.
+//
+// A nil fn gives a typed-nil executor: executor.New refuses it, so the
+// mistake shows where the executor is made, before any call claims a key;
+// called directly, it answers every call with an InputError.
 func (s *Store) TxTool(fn TxFunc) executor.Executor {
-	return executor.ExecutorFunc(func(ctx context.Context, call executor.Call) (executor.Result, error) {
-		if fn == nil {
-			return executor.Result{}, &store.InputError{Field: "tx tool", Problem: "nil function"}
-		}
-		return s.runTx(ctx, fn, call)
-	})
+	if fn == nil {
+		return (*txTool)(nil)
+	}
+	return &txTool{s: s, fn: fn}
+}
+
+// txTool is the executor TxTool makes.
+type txTool struct {
+	s  *Store
+	fn TxFunc
+}
+
+// Execute runs the call in a transaction of its own (see TxTool).
+func (t *txTool) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
+	if t == nil {
+		return executor.Result{}, &store.InputError{Field: "tx tool", Problem: "nil function"}
+	}
+	return t.s.runTx(ctx, t.fn, call)
 }
 
 func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res executor.Result, err error) {
