@@ -132,7 +132,12 @@ func (f *Formation) Primary(ctx context.Context) (Node, bool, error) {
 // what was acknowledged before it.
 func (f *Formation) crashOver(ctx context.Context, res *FailoverResult) (err error) {
 	var controller string
-	for controller == "" {
+	for tries := 1; controller == ""; tries++ {
+		if tries > maxCrashTries {
+			// crashable saw commits wait for the standby every time, and
+			// the script's psql never did: psql itself fails there.
+			return fmt.Errorf("pgha: crash %s: synchronous_standby_names read empty by psql in the container %d times in a row just before the kill", res.From, maxCrashTries)
+		}
 		if res.From, res.Standby, err = f.crashable(ctx); err != nil {
 			return err
 		}
@@ -164,6 +169,11 @@ func (f *Formation) crashOver(ctx context.Context, res *FailoverResult) (err err
 	res.ToPrimary = time.Since(res.At)
 	return err
 }
+
+// maxCrashTries bounds how often crashOver finds, just before the kill,
+// that the primary stopped waiting for its standby since crashable looked:
+// a moment's race each time, so many in a row mean the check is broken.
+const maxCrashTries = 20
 
 // resumeWhenDemoted resumes the frozen PostgreSQL controller of the
 // crashed node n once the monitor has assigned n a state other than
