@@ -159,6 +159,7 @@ func TestEveryErrorHasOneClass(t *testing.T) {
 		{&contract.ArgumentsError{Problem: "p", Offset: 1}, contract.ClassBadCall},
 		{&contract.MismatchError{}, contract.ClassBadCall},
 		{&contract.UnavailableError{Op: "claim", Err: driver}, contract.ClassRetry},
+		{&contract.FullError{Limit: "MaxRecords", Max: 2}, contract.ClassRetry},
 		{&contract.InFlightError{}, contract.ClassRetry},
 		{&contract.LeaseLostError{}, contract.ClassRetry},
 		{contract.Interrupted("claim", context.Canceled), contract.ClassRetry},
@@ -185,6 +186,7 @@ func TestTypedErrorsUnwrapToTheirSentinels(t *testing.T) {
 		&contract.CompletedError{Scope: "s"}:    contract.ErrAlreadyCompleted,
 		&contract.UnavailableError{Err: driver}: contract.ErrUnavailable,
 		&contract.RefusedError{Err: driver}:     contract.ErrRefused,
+		&contract.FullError{Limit: "MaxBytes"}:  contract.ErrUnavailable,
 	} {
 		require.ErrorIs(t, err, sentinel)
 		require.NotEmpty(t, err.Error())

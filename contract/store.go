@@ -21,6 +21,23 @@ func (e *UnavailableError) Error() string {
 // errors.Is(err, ErrUnavailable) and errors.As(err, **pgconn.PgError) both work.
 func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
+// FullError reports a write the store had no room for now: its bounded
+// memory (memstore's MaxRecords or MaxBytes) is held by scopes it may not
+// evict, each with a live claim. Nothing was written. It is ErrUnavailable
+// (errors.Is), so retryable: the same write fits once those claims end. A
+// write that could never fit is a *LimitError instead (bad call).
+type FullError struct {
+	Limit string // "MaxRecords" or "MaxBytes"
+	Max   int    // the configured limit
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("idemstore: store unavailable: full: %s (%d) is held by live claims; retry once they end", e.Limit, e.Max)
+}
+
+// Unwrap makes errors.Is(err, ErrUnavailable) true.
+func (e *FullError) Unwrap() error { return ErrUnavailable }
+
 // RefusedError reports an operation the store refused for good: retrying
 // will not help until an operator acts.
 type RefusedError struct {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -218,4 +220,48 @@ func TestResultOverTheStoreLimitIsNotStoredAndLeavesNoClaim(t *testing.T) {
 		require.EqualValues(t, 2, tool.runs.Load())
 		require.Zero(t, st.Stats().Waits)
 	})
+}
+
+// fullOnComplete is a store with no room for an outcome: its Complete
+// writes nothing and says so with a *store.FullError.
+type fullOnComplete struct{ store.Store }
+
+func (fullOnComplete) Complete(context.Context, store.Claim, store.Outcome) (store.Record, error) {
+	return store.Record{}, &store.FullError{Limit: "MaxBytes", Max: 1}
+}
+
+// A store with no room now (its memory held by live claims) refuses the
+// call with a retryable error, and nothing runs; one that has no room for
+// the outcome wrote nothing, so the claim is released, not left to expire.
+func TestStoreFullIsRetryableAndLeavesNoClaim(t *testing.T) {
+	t.Parallel()
+	ctx := bounded(t)
+	st, err := memstore.New(&memstore.Config{MaxRecords: 1})
+	require.NoError(t, err)
+	_, err = st.Claim(ctx, "other", store.Entry{Key: keyhash.Sum{1}, Fingerprint: keyhash.Sum{1}, Tool: "t"}, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	tool := &countingTool{}
+	idem, err := New(tool, st, nil)
+	require.NoError(t, err)
+	_, err = idem.ForScope(testScope).Execute(ctx, call("t", `{}`))
+	var full *store.FullError
+	require.ErrorAs(t, err, &full)
+	require.True(t, Retryable(err), "%v", err)
+	require.Zero(t, tool.runs.Load())
+
+	st2, err := memstore.New(nil)
+	require.NoError(t, err)
+	idem, err = New(tool, fullOnComplete{st2}, nil)
+	require.NoError(t, err)
+	exec := idem.ForScope(testScope)
+	c := call("t", `{}`)
+	_, err = exec.Execute(ctx, c)
+	require.ErrorAs(t, err, &full)
+	require.EqualValues(t, 1, tool.runs.Load())
+	// The claim was given up at once: the next call runs without waiting
+	// for its lease.
+	_, err = exec.Execute(ctx, c)
+	require.ErrorAs(t, err, &full)
+	require.EqualValues(t, 2, tool.runs.Load())
+	require.Zero(t, st2.Stats().Waits)
 }

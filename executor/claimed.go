@@ -141,11 +141,13 @@ func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res
 	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
 	if _, cerr := e.st.Complete(wctx, c, out); cerr != nil {
-		// Bad input was refused before anything was written: give the claim
-		// up so it is not left behind. Any other error may have been written
-		// after all (a lost acknowledgement), so the claim is left to expire
-		// and the next caller reconciles.
-		if errors.Is(cerr, store.ErrTooLarge) || errors.Is(cerr, store.ErrInvalidInput) {
+		// Bad input, or a store with no room now, was refused before
+		// anything was written: give the claim up so it is not left behind.
+		// Any other error may have been written after all (a lost
+		// acknowledgement), so the claim is left to expire and the next
+		// caller reconciles.
+		var full *store.FullError
+		if errors.Is(cerr, store.ErrTooLarge) || errors.Is(cerr, store.ErrInvalidInput) || errors.As(cerr, &full) {
 			s.release(ctx, ent, c, cerr.Error())
 		}
 		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", s.scope, ent, cerr)

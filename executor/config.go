@@ -170,6 +170,10 @@ func (c Config) validate() error {
 	switch {
 	case c.KeyCacheBytes > MaxKeyCacheBytes:
 		return &contract.ConfigError{Config: configName, Field: "KeyCacheBytes", Problem: "over MaxKeyCacheBytes (1 GiB)"}
+	case c.RenewEvery == 0 && c.Lease > 0:
+		// Only a lease under defaultRenewDivisor nanoseconds leaves the
+		// default renewal at 0: the lease is what the caller got wrong.
+		return &contract.ConfigError{Config: configName, Field: "Lease", Problem: "too short to renew (Lease/3 is 0)"}
 	case c.RenewEvery <= 0:
 		return &contract.ConfigError{Config: configName, Field: "RenewEvery", Problem: "not positive"}
 	case c.RenewEvery >= c.Lease:

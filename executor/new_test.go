@@ -89,6 +89,26 @@ func TestConfigDurationsOutOfRangeGiveAConfigError(t *testing.T) {
 	require.Equal(t, store.Stats{}, st.Stats())
 }
 
+// A lease too short for its default renewal (Lease/3 rounds to 0) is
+// reported as the Lease's fault: the caller never set RenewEvery, and
+// "RenewEvery: not positive" named a field it had left alone. A lease of
+// 3 ns has a renewal of 1 ns, and is taken.
+func TestLeaseTooShortToRenewNamesTheLease(t *testing.T) {
+	t.Parallel()
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	for _, lease := range []time.Duration{1, 2} {
+		e, err := New(&countingTool{}, st, &Config{Lease: lease})
+		require.Nil(t, e, "%d", lease)
+		var cfgErr *contract.ConfigError
+		require.ErrorAs(t, err, &cfgErr, "%d", lease)
+		require.Equal(t, "Lease", cfgErr.Field, "%d", lease)
+		require.Contains(t, cfgErr.Error(), "too short to renew")
+	}
+	_, err = New(&countingTool{}, st, &Config{Lease: 3})
+	require.NoError(t, err)
+}
+
 // A key cache budget past MaxKeyCacheBytes is refused with a ConfigError
 // naming the field: the cache's slots are allocated in New, and math.MaxInt
 // panicked there (makeslice) while 1<<50 ended the process out of memory.

@@ -32,6 +32,7 @@ type (
 	LeaseLostError   = contract.LeaseLostError
 	CompletedError   = contract.CompletedError
 	UnavailableError = contract.UnavailableError
+	FullError        = contract.FullError
 	RefusedError     = contract.RefusedError
 )
 

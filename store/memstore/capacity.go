@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"time"
 
@@ -30,6 +31,33 @@ func (s *Store) reserve(n, b int64) error {
 	return nil
 }
 
+// makeRoom is a write's answer to err, reserve's *store.LimitError for n
+// records and b bytes, in its round-th try: nil when eviction made room (the
+// write tries again), else the write's error. Config makes sure one record
+// of the largest accepted size fits an empty store, so the room is held by
+// the scope being written, by scopes with live claims, or by other writers
+// that took the room made. The scope being written alone: the run outgrew
+// the store, and the same call fails the same way (the *store.LimitError, a
+// bad call). Otherwise a *store.FullError: retryable, as claims end.
+func (s *Store) makeRoom(round int, exclude string, n, b int64, err error) error {
+	var le *store.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	full := &store.FullError{Limit: le.Limit, Max: le.Max}
+	if round == maxEvictRounds {
+		return full // other writers took the room made, round after round
+	}
+	room, claimed := s.evict(exclude, n, b)
+	switch {
+	case room:
+		return nil
+	case claimed:
+		return full
+	}
+	return err
+}
+
 func (s *Store) roomFor(n, b int64) bool {
 	return s.records.Load()+n <= s.maxRecords && s.bytes.Load()+b <= s.maxBytes
 }
@@ -40,15 +68,16 @@ func (s *Store) roomFor(n, b int64) bool {
 const evictSlackDivisor = 64
 
 // evict makes room for n records and b bytes and reports whether there is
-// room now. It drops the dead records of expired scopes first, then whole
+// room now, and whether a scope it may not evict for its live claim held
+// some (claimed). It drops the dead records of expired scopes first, then whole
 // scopes in least-recently-used order, never one holding a live claim and
 // never the scope named exclude (the one being written). The caller holds no
 // shard lock.
-func (s *Store) evict(exclude string, n, b int64) bool {
+func (s *Store) evict(exclude string, n, b int64) (room, claimed bool) {
 	s.evictMu.Lock()
 	defer s.evictMu.Unlock()
 	if s.roomFor(n, b) {
-		return true // another writer made room meanwhile
+		return true, false // another writer made room meanwhile
 	}
 	now := s.clock.Now()
 
@@ -64,7 +93,7 @@ func (s *Store) evict(exclude string, n, b int64) bool {
 		sh.mu.Unlock()
 	}
 	if s.roomFor(n, b) {
-		return true
+		return true, false
 	}
 
 	// Then live scopes, least recently used first.
@@ -78,7 +107,11 @@ func (s *Store) evict(exclude string, n, b int64) bool {
 		sh := &s.shards[i]
 		sh.mu.RLock()
 		for name, sc := range sh.scopes {
-			if name != exclude && !sc.hasLiveClaim(now) {
+			switch {
+			case name == exclude:
+			case sc.hasLiveClaim(now):
+				claimed = true
+			default:
 				cands = append(cands, candidate{sh: sh, name: name, lastUsed: sc.lastUsed.Load()})
 			}
 		}
@@ -89,15 +122,19 @@ func (s *Store) evict(exclude string, n, b int64) bool {
 	for _, c := range cands {
 		c.sh.mu.Lock()
 		// Re-check under the write lock: a claim may have arrived since.
-		if sc := c.sh.scopes[c.name]; sc != nil && !sc.hasLiveClaim(s.clock.Now()) {
-			s.removeScope(c.sh, sc)
+		if sc := c.sh.scopes[c.name]; sc != nil {
+			if sc.hasLiveClaim(s.clock.Now()) {
+				claimed = true
+			} else {
+				s.removeScope(c.sh, sc)
+			}
 		}
 		c.sh.mu.Unlock()
 		if s.roomFor(n+slackN, b+slackB) {
 			break
 		}
 	}
-	return s.roomFor(n, b)
+	return s.roomFor(n, b), claimed
 }
 
 // hasLiveClaim reports whether a record of sc is pending with a live lease.

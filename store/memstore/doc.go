@@ -13,8 +13,10 @@
 // accounted bytes. When a write would break either limit, the store first
 // drops records of expired scopes, then whole scopes in least-recently-used
 // order, never a scope that holds a live claim and never the scope being
-// written. If nothing can be evicted the write fails with a
-// *store.LimitError naming the limit.
+// written. If nothing can be evicted the write fails: with a
+// *store.FullError naming the limit when scopes with live claims hold the
+// room (retryable: claims end), with a *store.LimitError when the scope
+// being written holds it alone (the run outgrew the store: a bad call).
 //
 // Eviction is the limit of what an in-memory store can promise: an evicted
 // outcome is forgotten, so if its call comes again it runs again. Size the

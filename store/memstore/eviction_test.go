@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -113,15 +114,23 @@ func TestEvictionNeverTakesTheScopeBeingWritten(t *testing.T) {
 	putIn(t, b.store, "run", "a", store.WriteOptions{})
 	putIn(t, b.store, "run", "b", store.WriteOptions{})
 
+	// The run alone fills the store: the same call fails the same way while
+	// the scope lives, a bad call.
 	_, _, err := b.store.Put(context.Background(), "run", entry("c"), success("c"), store.WriteOptions{})
 	var le *store.LimitError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, "MaxRecords", le.Limit)
+	require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
 	require.True(t, present(b.store, "run", "a"), "a run never evicts its own outcomes")
 	require.True(t, present(b.store, "run", "b"))
 }
 
-func TestEvictionFailsWithTypedErrorWhenOnlyLiveClaimsRemain(t *testing.T) {
+// A store whose every record is a live claim has no room for another
+// write until a claim ends: the write fails with a *store.FullError, which
+// is retryable (ErrUnavailable), not the bad-call *store.LimitError it was
+// (bad_call says the same call fails the same way, and this one succeeds
+// once the leases end). Nothing is written.
+func TestFullOfLiveClaimsIsRetryableAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &memstore.Config{MaxRecords: 2})
 	ctx := context.Background()
@@ -133,13 +142,15 @@ func TestEvictionFailsWithTypedErrorWhenOnlyLiveClaimsRemain(t *testing.T) {
 	before := b.store.Usage()
 
 	_, _, err := b.store.Put(ctx, "c", entry("x"), success("x"), store.WriteOptions{})
-	require.ErrorIs(t, err, store.ErrTooLarge)
-	var le *store.LimitError
-	require.ErrorAs(t, err, &le)
-	require.Equal(t, "MaxRecords", le.Limit)
-	require.Equal(t, 2, le.Max)
+	var full *store.FullError
+	require.ErrorAs(t, err, &full)
+	require.Equal(t, "MaxRecords", full.Limit)
+	require.Equal(t, 2, full.Max)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.NotErrorIs(t, err, store.ErrTooLarge)
+	require.Equal(t, contract.ClassRetry, contract.ClassOf(err))
 	_, err = b.store.Claim(ctx, "c", entry("x"), time.Minute, store.WriteOptions{})
-	require.ErrorAs(t, err, &le)
+	require.ErrorAs(t, err, &full)
 	require.Equal(t, before, b.store.Usage(), "a refused write changes nothing")
 	require.False(t, present(b.store, "c", "x"))
 
@@ -173,15 +184,16 @@ func TestEvictionBoundsBytes(t *testing.T) {
 	require.True(t, present(b.store, "s2", "k"))
 
 	// A claim's result is accounted when it completes; if no room can be
-	// made, Complete fails with MaxBytes and the claim stays.
+	// made (the other scope holds a live claim), Complete fails with a
+	// retryable *store.FullError naming MaxBytes and the claim stays.
 	res, err := b.store.Claim(ctx, "s2", entry("big"), time.Minute, store.WriteOptions{})
 	require.NoError(t, err)
 	_, err = b.store.Claim(ctx, "s1", entry("big"), time.Minute, store.WriteOptions{})
 	require.NoError(t, err)
 	_, err = b.store.Complete(ctx, res.Claim, out)
-	var le *store.LimitError
-	require.ErrorAs(t, err, &le)
-	require.Equal(t, "MaxBytes", le.Limit)
+	var full *store.FullError
+	require.ErrorAs(t, err, &full)
+	require.Equal(t, "MaxBytes", full.Limit)
 	require.NoError(t, b.store.Release(ctx, res.Claim, "no room"))
 	requireAccountingTrue(t, b.store)
 }

@@ -127,7 +127,7 @@ func (s *Store) ResolveStore(ctx context.Context, scopeName string, key keyhash.
 		}
 		if err := s.reserve(0, extra); err != nil {
 			sh.mu.Unlock()
-			if round == maxEvictRounds || !s.evict(scopeName, 0, extra) {
+			if err := s.makeRoom(round, scopeName, 0, extra, err); err != nil {
 				return store.Record{}, err
 			}
 			continue

@@ -59,7 +59,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 		if err := s.reserve(1, cost); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
+			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
 				return store.Record{}, false, err
 			}
 			continue
@@ -168,7 +168,7 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 		if err := s.reserve(1, cost); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if round == maxEvictRounds || !s.evict(scopeName, 1, cost) {
+			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
 				return store.ClaimResult{}, err
 			}
 			continue
@@ -318,7 +318,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 		}
 		if err := s.reserve(0, extra); err != nil {
 			sh.mu.Unlock()
-			if round == maxEvictRounds || !s.evict(c.Scope, 0, extra) {
+			if err := s.makeRoom(round, c.Scope, 0, extra, err); err != nil {
 				return store.Record{}, err
 			}
 			continue
