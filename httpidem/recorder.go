@@ -2,6 +2,7 @@ package httpidem
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -93,8 +94,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 // FlushError sends what was held back and flushes: a handler that
-// flushes is streaming, and a stream is not stored.
+// flushes is streaming, and a stream is not stored. When the real writer
+// cannot flush, nothing is sent and the response can still be stored: the
+// handler only asked, and is told so (http.ErrNotSupported).
 func (r *recorder) FlushError() error {
+	if !reaches[http.Flusher](r.w) {
+		return fmt.Errorf("httpidem: flush: %w", http.ErrNotSupported)
+	}
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
@@ -107,10 +113,31 @@ func (r *recorder) Flush() { _ = r.FlushError() }
 
 // Hijack hands the connection over; nothing is stored. What was held
 // back (a status, a body) is sent first, as net/http sends a response
-// written before a hijack: the handler's raw bytes come after it.
+// written before a hijack: the handler's raw bytes come after it. When the
+// real writer cannot be hijacked (HTTP/2, a wrapper that hides it), the
+// handler gets http.ErrNotSupported and nothing changes: a handler that
+// then answers as usual has its response stored, as without the attempt.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if !reaches[http.Hijacker](r.w) {
+		return nil, nil, fmt.Errorf("httpidem: hijack: %w", http.ErrNotSupported)
+	}
 	r.passThrough("the handler hijacked the connection")
 	return http.NewResponseController(r.w).Hijack()
+}
+
+// reaches reports whether w, or a writer it unwraps to, implements I: the
+// search http.ResponseController makes before it calls the method.
+func reaches[I any](w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case I:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
 }
 
 // Unwrap lets http.ResponseController reach the real writer for what the
