@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -159,8 +158,7 @@ func (c call) end(ctx context.Context, err error) {
 	errType := semconv.ErrorTypeKey.String(contract.ClassOf(err).String())
 	if c.span.IsRecording() {
 		c.span.SetAttributes(errType)
-		c.span.RecordError(err)
-		c.span.SetStatus(codes.Error, err.Error())
+		recordError(c.span, err)
 	}
 	c.span.End()
 	c.t.in.m.storeDuration.Record(ctx, took, metric.WithAttributes(append(o.attrs, errType)...))
