@@ -38,8 +38,13 @@ type callStartKey struct{}
 // CallStarted starts the call's span, "execute_tool NAME", as the GenAI
 // conventions name a tool execution, with the tool's name, the provider's
 // call id (gen_ai.tool.call.id) and the scope. The store's operations and
-// the tool run under it. It implements executor.Observer.
+// the tool run under it. It implements executor.Observer. A nil ctx (the
+// executor refuses such a call before it reports it) starts no span and
+// returns nil: a span needs a context to be carried in.
 func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call executor.Call) context.Context {
+	if ctx == nil {
+		return nil
+	}
 	tool := spanString(call.Tool)
 	name := spanNameOp
 	if tool != "" {
@@ -60,9 +65,13 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 // CallEnded ends the call's span with what the call did (replayed, claimed,
 // waited, taken over, its outcome and key; an error with its class as
 // error.type) and records the call's metrics. It implements
-// executor.Observer.
+// executor.Observer. With a nil ctx it records the metrics only.
 func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent) {
 	errType := callErrorType(ev)
+	if ctx == nil {
+		in.recordCall(context.Background(), ev, errType, nil)
+		return
+	}
 	st, _ := ctx.Value(callStartKey{}).(*callStart)
 	if st == nil {
 		// Not a context CallStarted returned: no span of ours to end.

@@ -34,7 +34,7 @@ func requireBoundedErrorText(t *testing.T, s tracetest.SpanStub, wantType string
 	require.Equal(t, "exception", s.Events[0].Name)
 	ev := map[string]string{}
 	for _, kv := range s.Events[0].Attributes {
-		ev[string(kv.Key)] = kv.Value.Emit()
+		ev[string(kv.Key)] = kv.Value.AsString()
 	}
 	require.Equal(t, s.Status.Description, ev["exception.message"])
 	require.Equal(t, wantType, ev["exception.type"], "as the SDK's RecordError names it")
