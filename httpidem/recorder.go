@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -56,20 +58,43 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.status = code
 	r.header = make(http.Header, len(r.allowed))
-	for name, vals := range r.w.Header() {
+	h := r.w.Header()
+	var other []string // allowed names set in another case, through the map
+	for name, vals := range h {
 		if r.allowed[name] {
-			// Stored as net/http sends them, CR and LF turned to spaces:
-			// the client got that, and a value with a line break would
-			// be a record no replay can decode.
-			kept := make([]string, len(vals))
-			for i, v := range vals {
-				kept[i] = headerNewlineToSpace.Replace(v)
-			}
-			r.header[name] = kept
+			r.keep(name, vals)
+		} else if cn := textproto.CanonicalMIMEHeaderKey(name); cn != name && r.allowed[cn] {
+			other = append(other, name)
+		}
+	}
+	if other != nil {
+		// h["location"] goes out all the same; net/http writes a map's
+		// lines in the byte order of their names, so the values of all
+		// spellings of a name are stored under its canonical one in that
+		// order.
+		names := other
+		for name := range r.header {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		clear(r.header)
+		for _, name := range names {
+			r.keep(name, h[name])
 		}
 	}
 	if r.through {
 		r.w.WriteHeader(code)
+	}
+}
+
+// keep adds the values of the allowed header name to what is stored, under
+// its canonical name, as net/http sends them: CR and LF turned to spaces.
+// The client got that, and a value with a line break would be a record no
+// replay can decode.
+func (r *recorder) keep(name string, vals []string) {
+	cn := textproto.CanonicalMIMEHeaderKey(name)
+	for _, v := range vals {
+		r.header[cn] = append(r.header[cn], headerNewlineToSpace.Replace(v))
 	}
 }
 

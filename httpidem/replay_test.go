@@ -2,6 +2,7 @@ package httpidem_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,4 +165,31 @@ func TestAMiddlewareWrappedTwiceRunsTheHandlerOnceAndReplays(t *testing.T) {
 			require.Equal(t, http.StatusUnprocessableEntity, send(t, srv, http.MethodPost, "/orders", key, `{"n":2}`).Status)
 		})
 	}
+}
+
+// A handler that sets an allow-listed header through the map in another
+// case (h["location"]) sends it all the same: net/http writes the map as it
+// is. It used to be left out of the record, so a replay had no Location.
+func TestAnAllowListedHeaderSetInAnotherCaseIsReplayed(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	var runs atomic.Int64
+	srv := serve(t, newMiddleware(t, st, nil), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		h := w.Header()
+		h["location"] = []string{"/orders/1"}
+		h["Link"] = []string{"</a>"} // not on the allow-list, in any case
+		h["ETag"] = []string{`"v1"`} // canonical: "Etag"
+		h["Etag"] = []string{`"v0"`}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	first := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, first.Status)
+	require.Equal(t, []string{"/orders/1"}, first.Header.Values("Location"))
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.Header.Values("Location"), again.Header.Values("Location"))
+	require.Equal(t, first.Header.Values("Etag"), again.Header.Values("Etag"), "both spellings, in the order net/http sent them")
+	require.Empty(t, again.Header.Values("Link"))
+	require.Equal(t, int64(1), runs.Load())
 }
