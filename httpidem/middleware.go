@@ -202,12 +202,12 @@ func (m *Middleware) parseKey(vals []string) (string, error) {
 // handler a copy to read again. Over the limit: 413, nothing stored (no
 // record was touched yet).
 func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	tooLarge := func() {
+	tooLarge := func(limit int64) {
 		writeProblem(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			fmt.Sprintf("The request body is over the limit of %d bytes.", m.cfg.maxBody), "")
+			fmt.Sprintf("The request body is over the limit of %d bytes.", limit), "")
 	}
 	if r.ContentLength > m.cfg.maxBody {
-		tooLarge()
+		tooLarge(m.cfg.maxBody)
 		return nil, false
 	}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -236,7 +236,9 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			tooLarge()
+			// The limit that was hit: ours, or a smaller one the service
+			// set on the body before the middleware (http.MaxBytesReader).
+			tooLarge(mbe.Limit)
 		} else {
 			writeProblem(w, http.StatusBadRequest, CodeBodyUnreadable, "The request body could not be read.", "")
 		}
