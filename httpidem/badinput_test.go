@@ -179,3 +179,24 @@ func TestAHugeDeclaredBodyLengthIsNotAllocatedUpFront(t *testing.T) {
 	require.Equal(t, http.StatusCreated, w.Code, "the key is free: a good request runs")
 	require.Contains(t, w.Body.String(), `"request":"{}"`)
 }
+
+// A service may bound bodies itself (http.MaxBytesReader) before the
+// middleware, below MaxBodyBytes: the 413 names the limit that was hit,
+// not the middleware's larger one.
+func TestA413NamesTheLimitTheBodyHit(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	h := &orders{}
+	wrapped := newMiddleware(t, st, nil).Wrap(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 10)
+		wrapped.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), strings.Repeat("x", 20))
+	require.Equal(t, http.StatusRequestEntityTooLarge, a.Status)
+	p := problemOf(t, a)
+	require.Equal(t, httpidem.CodeBodyTooLarge, p.Code)
+	require.Contains(t, p.Detail, "limit of 10 bytes")
+	require.Zero(t, h.runs.Load())
+}

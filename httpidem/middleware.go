@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -98,7 +99,23 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if !ok {
 		return
 	}
+	if outer := runFrom(r.Context()); outer != nil && outer.info.Scope == req.scope && sameStore(outer.m.st, m.st) {
+		// The middleware wraps the handler twice (on a router group and on
+		// the route, say): the outer one holds the key's claim and stores
+		// the response. Claiming again would find its own claim in flight
+		// and answer 409 to every request, forever.
+		next.ServeHTTP(w, withBody(r, r.Context(), req.body))
+		return
+	}
 	m.decide(w, r, next, req)
+}
+
+// sameStore reports whether a and b are one store. Stores of a type that
+// is not comparable (a struct holding a map) are never taken for one: ==
+// on them would panic.
+func sameStore(a, b store.CallStore) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && a == b
 }
 
 // read parses the key, asks for the principal and reads the body. It
@@ -185,12 +202,12 @@ func (m *Middleware) parseKey(vals []string) (string, error) {
 // handler a copy to read again. Over the limit: 413, nothing stored (no
 // record was touched yet).
 func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	tooLarge := func() {
+	tooLarge := func(limit int64) {
 		writeProblem(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			fmt.Sprintf("The request body is over the limit of %d bytes.", m.cfg.maxBody), "")
+			fmt.Sprintf("The request body is over the limit of %d bytes.", limit), "")
 	}
 	if r.ContentLength > m.cfg.maxBody {
-		tooLarge()
+		tooLarge(m.cfg.maxBody)
 		return nil, false
 	}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -219,7 +236,9 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			tooLarge()
+			// The limit that was hit: ours, or a smaller one the service
+			// set on the body before the middleware (http.MaxBytesReader).
+			tooLarge(mbe.Limit)
 		} else {
 			writeProblem(w, http.StatusBadRequest, CodeBodyUnreadable, "The request body could not be read.", "")
 		}

@@ -306,3 +306,61 @@ func TestAHandlerThatWritesNothingAnswers200AndIsStored(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, send(t, noBody, http.MethodPost, "/y", sfKey("k2"), `{}`).Status)
 	require.Equal(t, "true", send(t, noBody, http.MethodPost, "/y", sfKey("k2"), `{}`).Header.Get("Idempotent-Replayed"))
 }
+
+// Over HTTP/2 a connection cannot be hijacked: a handler that tries, is
+// told so and answers as usual has its response stored, and runs once.
+// (It used to be marked hijacked, its response not stored, and the retry
+// ran it again.)
+func TestAHijackTheServerRefusesLeavesTheResponseStored(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	st := newMemStore(t)
+	h := newMiddleware(t, st, nil).Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusCreated)
+		_, _, err := http.NewResponseController(w).Hijack()
+		if !errors.Is(err, http.ErrNotSupported) {
+			t.Errorf("hijack over HTTP/2: %v, want http.ErrNotSupported", err)
+		}
+		_, _ = io.WriteString(w, "created")
+	}))
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	first := send(t, srv, http.MethodPost, "/x", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, first.Status)
+	require.Equal(t, "created", first.Body)
+	again := send(t, srv, http.MethodPost, "/x", sfKey("k"), `{}`)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"), "the response was stored")
+	require.Equal(t, http.StatusCreated, again.Status)
+	require.Equal(t, "created", again.Body)
+	require.Equal(t, int64(1), runs.Load(), "the handler ran once")
+
+	// The same for a flush the writer cannot do.
+	flushed := newMiddleware(t, st, nil).Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		_, _ = io.WriteString(w, "part")
+		if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
+			t.Errorf("flush: %v, want http.ErrNotSupported", err)
+		}
+	}))
+	for range 2 {
+		r := httptest.NewRequest(http.MethodPost, "/y", strings.NewReader(`{}`))
+		r.Header.Set("Idempotency-Key", sfKey("f"))
+		w := httptest.NewRecorder()
+		flushed.ServeHTTP(noFlusher{w}, r)
+		require.Equal(t, "part", w.Body.String())
+	}
+	require.Equal(t, int64(2), runs.Load(), "the flushing handler ran once")
+}
+
+// noFlusher is a ResponseWriter that cannot flush: a wrapper of another
+// middleware that hides the server's.
+type noFlusher struct{ w http.ResponseWriter }
+
+func (n noFlusher) Header() http.Header         { return n.w.Header() }
+func (n noFlusher) Write(p []byte) (int, error) { return n.w.Write(p) }
+func (n noFlusher) WriteHeader(code int)        { n.w.WriteHeader(code) }

@@ -2,8 +2,11 @@ package httpidem
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -55,20 +58,43 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.status = code
 	r.header = make(http.Header, len(r.allowed))
-	for name, vals := range r.w.Header() {
+	h := r.w.Header()
+	var other []string // allowed names set in another case, through the map
+	for name, vals := range h {
 		if r.allowed[name] {
-			// Stored as net/http sends them, CR and LF turned to spaces:
-			// the client got that, and a value with a line break would
-			// be a record no replay can decode.
-			kept := make([]string, len(vals))
-			for i, v := range vals {
-				kept[i] = headerNewlineToSpace.Replace(v)
-			}
-			r.header[name] = kept
+			r.keep(name, vals)
+		} else if cn := textproto.CanonicalMIMEHeaderKey(name); cn != name && r.allowed[cn] {
+			other = append(other, name)
+		}
+	}
+	if other != nil {
+		// h["location"] goes out all the same; net/http writes a map's
+		// lines in the byte order of their names, so the values of all
+		// spellings of a name are stored under its canonical one in that
+		// order.
+		names := other
+		for name := range r.header {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		clear(r.header)
+		for _, name := range names {
+			r.keep(name, h[name])
 		}
 	}
 	if r.through {
 		r.w.WriteHeader(code)
+	}
+}
+
+// keep adds the values of the allowed header name to what is stored, under
+// its canonical name, as net/http sends them: CR and LF turned to spaces.
+// The client got that, and a value with a line break would be a record no
+// replay can decode.
+func (r *recorder) keep(name string, vals []string) {
+	cn := textproto.CanonicalMIMEHeaderKey(name)
+	for _, v := range vals {
+		r.header[cn] = append(r.header[cn], headerNewlineToSpace.Replace(v))
 	}
 }
 
@@ -93,8 +119,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 // FlushError sends what was held back and flushes: a handler that
-// flushes is streaming, and a stream is not stored.
+// flushes is streaming, and a stream is not stored. When the real writer
+// cannot flush, nothing is sent and the response can still be stored: the
+// handler only asked, and is told so (http.ErrNotSupported).
 func (r *recorder) FlushError() error {
+	if !reaches[http.Flusher](r.w) {
+		return fmt.Errorf("httpidem: flush: %w", http.ErrNotSupported)
+	}
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
@@ -107,10 +138,31 @@ func (r *recorder) Flush() { _ = r.FlushError() }
 
 // Hijack hands the connection over; nothing is stored. What was held
 // back (a status, a body) is sent first, as net/http sends a response
-// written before a hijack: the handler's raw bytes come after it.
+// written before a hijack: the handler's raw bytes come after it. When the
+// real writer cannot be hijacked (HTTP/2, a wrapper that hides it), the
+// handler gets http.ErrNotSupported and nothing changes: a handler that
+// then answers as usual has its response stored, as without the attempt.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if !reaches[http.Hijacker](r.w) {
+		return nil, nil, fmt.Errorf("httpidem: hijack: %w", http.ErrNotSupported)
+	}
 	r.passThrough("the handler hijacked the connection")
 	return http.NewResponseController(r.w).Hijack()
+}
+
+// reaches reports whether w, or a writer it unwraps to, implements I: the
+// search http.ResponseController makes before it calls the method.
+func reaches[I any](w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case I:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
 }
 
 // Unwrap lets http.ResponseController reach the real writer for what the

@@ -2,7 +2,9 @@ package httpidem_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -126,4 +128,68 @@ func TestUncoveredMethodsAndOptionalKeysPassThrough(t *testing.T) {
 		require.Equal(t, http.StatusCreated, send(t, opt, http.MethodPost, "/orders", "", `{}`).Status)
 	}
 	require.Equal(t, int64(4), h.runs.Load(), "without a key, under AllowMissingKey, every request runs")
+}
+
+// A service that puts the middleware on a router group and again on a
+// route wraps the handler twice: the inner one finds the outer one's claim
+// on the key and used to answer 409 to every request, forever. The outer
+// one's claim covers the request: the handler runs once, gets the body and
+// the outer request's info, and every retry replays.
+func TestAMiddlewareWrappedTwiceRunsTheHandlerOnceAndReplays(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	m := newMiddleware(t, st, nil)
+	other := newMiddleware(t, st, &httpidem.Config{MaxWait: time.Second}) // another Middleware on the same store
+	for name, wrap := range map[string]func(http.Handler) http.Handler{
+		"the same middleware": func(h http.Handler) http.Handler { return m.Wrap(m.Wrap(h)) },
+		"two on one store":    func(h http.Handler) http.Handler { return m.Wrap(other.Wrap(h)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := &orders{}
+			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, ok := httpidem.RequestInfoFrom(r.Context()); !ok {
+					t.Error("the handler runs outside an idempotent request")
+				}
+				h.ServeHTTP(w, r)
+			})
+			srv := serve(t, m, wrap(inner)) // three layers for the first case's outer m
+			key := sfKey(name)
+			first := send(t, srv, http.MethodPost, "/orders", key, `{"n":1}`)
+			require.Equal(t, http.StatusCreated, first.Status, first.Body)
+			require.Contains(t, first.Body, `{\"n\":1}`, "the handler reads the body")
+			again := send(t, srv, http.MethodPost, "/orders", key, `{"n":1}`)
+			require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+			require.Equal(t, first.Body, again.Body)
+			require.Equal(t, int64(1), h.runs.Load())
+			require.Equal(t, http.StatusUnprocessableEntity, send(t, srv, http.MethodPost, "/orders", key, `{"n":2}`).Status)
+		})
+	}
+}
+
+// A handler that sets an allow-listed header through the map in another
+// case (h["location"]) sends it all the same: net/http writes the map as it
+// is. It used to be left out of the record, so a replay had no Location.
+func TestAnAllowListedHeaderSetInAnotherCaseIsReplayed(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	var runs atomic.Int64
+	srv := serve(t, newMiddleware(t, st, nil), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		h := w.Header()
+		h["location"] = []string{"/orders/1"}
+		h["Link"] = []string{"</a>"} // not on the allow-list, in any case
+		h["ETag"] = []string{`"v1"`} // canonical: "Etag"
+		h["Etag"] = []string{`"v0"`}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	first := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, first.Status)
+	require.Equal(t, []string{"/orders/1"}, first.Header.Values("Location"))
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.Header.Values("Location"), again.Header.Values("Location"))
+	require.Equal(t, first.Header.Values("Etag"), again.Header.Values("Etag"), "both spellings, in the order net/http sent them")
+	require.Empty(t, again.Header.Values("Link"))
+	require.Equal(t, int64(1), runs.Load())
 }

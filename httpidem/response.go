@@ -21,7 +21,14 @@ type Response struct {
 
 // Write sends r to w: its headers (replacing any of the same name), its
 // status and its body. A handler that stored r with CommitTx sends it so.
+// A Status that is not a final status code (200-999; a zero Response's is
+// 0) is refused with an *EncodingError and nothing is written: net/http
+// would panic on it, or send a 1xx as an interim response followed by an
+// empty 200.
 func (r Response) Write(w http.ResponseWriter) error {
+	if err := checkStatus(r.Status); err != nil {
+		return err
+	}
 	h := w.Header()
 	for name, vals := range r.Header {
 		h[textproto.CanonicalMIMEHeaderKey(name)] = append([]string(nil), vals...)
@@ -43,8 +50,10 @@ const responseVersion = 1
 // corrupt record cannot make the decoder allocate without bound.
 const maxHeaderCount = 1 << 12
 
-// EncodingError says why bytes are not an encoded Response: a record
-// corrupted, or written by another program into the key's scope.
+// EncodingError says why bytes are not an encoded Response (a record
+// corrupted, or written by another program into the key's scope), or why
+// a Response cannot be encoded or written (a status no replay can send, a
+// header no replay could decode).
 type EncodingError struct {
 	Problem string
 	Offset  int // byte offset where it was found
@@ -68,8 +77,8 @@ func (e *EncodingError) Error() string {
 // without copying. Operators may Encode a response by hand to settle a
 // stuck request (store.Inspector.ResolveStore).
 func (r Response) Encode() ([]byte, error) {
-	if r.Status < 100 || r.Status > 999 {
-		return nil, &EncodingError{Problem: fmt.Sprintf("status %d is not a three-digit code", r.Status), Offset: 1}
+	if err := checkStatus(r.Status); err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(r.Header))
 	size := 1 + 2 + binary.MaxVarintLen64 + len(r.Body)
@@ -137,8 +146,8 @@ func decodeResponse(b []byte, status func(int), header func(name, value string),
 		return &EncodingError{Problem: fmt.Sprintf("unknown version %d", b[0]), Offset: 0}
 	}
 	code := int(binary.BigEndian.Uint16(b[1:3]))
-	if code < 100 || code > 999 {
-		return &EncodingError{Problem: fmt.Sprintf("status %d is not a three-digit code", code), Offset: 1}
+	if err := checkStatus(code); err != nil {
+		return err
 	}
 	lines, end, err := checkHeaders(b, 3)
 	if err != nil {
@@ -155,6 +164,17 @@ func decodeResponse(b []byte, status func(int), header func(name, value string),
 		pos = next
 	}
 	body(b[end:])
+	return nil
+}
+
+// checkStatus refuses a status a replay cannot send as the response: one
+// that is not three digits (net/http panics on it), or an informational
+// 1xx, which net/http sends as an interim response before an empty 200 of
+// its own.
+func checkStatus(code int) error {
+	if code < 200 || code > 999 {
+		return &EncodingError{Problem: fmt.Sprintf("status %d is not a final status code (200-999)", code), Offset: 1}
+	}
 	return nil
 }
 

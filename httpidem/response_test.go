@@ -11,6 +11,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/idemstore/idemstore/httpidem"
+	"github.com/idemstore/idemstore/keyhash"
+	"github.com/idemstore/idemstore/store"
 )
 
 func TestResponseEncodingRoundTrips(t *testing.T) {
@@ -162,4 +164,39 @@ func TestAResponseHeaderWithALineBreakIsStoredAsSentAndReplays(t *testing.T) {
 		require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"))
 		require.Equal(t, int64(1), runs.Load())
 	})
+}
+
+// A 1xx is no response a replay can send: net/http writes it as an interim
+// response and then an empty 200 of its own. Encode refuses it (an operator
+// encoding a response by hand to settle a stuck request), a record holding
+// one gets 500 instead of that empty 200, and Write refuses it, and a zero
+// status, instead of panicking or sending the 200.
+func TestAnInformationalOrZeroStatusIsNeverStoredReplayedOrWritten(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{0, 100, 101, 103, 199, 1000, -1} {
+		b, err := httpidem.Response{Status: code, Body: []byte("x")}.Encode()
+		var ee *httpidem.EncodingError
+		require.ErrorAs(t, err, &ee, "status %d", code)
+		require.Nil(t, b)
+
+		w := httptest.NewRecorder()
+		require.ErrorAs(t, httpidem.Response{Status: code, Body: []byte("x")}.Write(w), &ee, "status %d", code)
+		require.False(t, w.Flushed)
+		require.Empty(t, w.Body.String(), "status %d: nothing written", code)
+	}
+
+	st := newMemStore(t)
+	req, err := http.NewRequest(http.MethodPost, "http://x/orders", nil)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	ent := store.Entry{Key: keyhash.IDKey("k"), Fingerprint: httpidem.Fingerprint(req, []byte(`{}`), httpidem.DefaultFingerprintHeaders), Tool: "POST /orders"}
+	stored := []byte{1, 0, 103, 0, 'x'} // version 1, status 103, no header, body "x"
+	_, _, err = st.Put(testContext(t), httpidem.Scope("", "k"), ent, store.Outcome{Kind: store.KindSuccess, Result: stored}, store.WriteOptions{})
+	require.NoError(t, err)
+	h := &orders{}
+	srv := serve(t, newMiddleware(t, st, nil), h)
+	a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusInternalServerError, a.Status, "never an empty 200 the handler did not answer")
+	require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code)
+	require.Zero(t, h.runs.Load())
 }

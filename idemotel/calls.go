@@ -2,6 +2,7 @@ package idemotel
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,8 +38,13 @@ type callStartKey struct{}
 // CallStarted starts the call's span, "execute_tool NAME", as the GenAI
 // conventions name a tool execution, with the tool's name, the provider's
 // call id (gen_ai.tool.call.id) and the scope. The store's operations and
-// the tool run under it. It implements executor.Observer.
+// the tool run under it. It implements executor.Observer. A nil ctx (the
+// executor refuses such a call before it reports it) starts no span and
+// returns nil: a span needs a context to be carried in.
 func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call executor.Call) context.Context {
+	if ctx == nil {
+		return nil
+	}
 	tool := spanString(call.Tool)
 	name := spanNameOp
 	if tool != "" {
@@ -59,9 +65,13 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 // CallEnded ends the call's span with what the call did (replayed, claimed,
 // waited, taken over, its outcome and key; an error with its class as
 // error.type) and records the call's metrics. It implements
-// executor.Observer.
+// executor.Observer. With a nil ctx it records the metrics only.
 func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent) {
 	errType := callErrorType(ev)
+	if ctx == nil {
+		in.recordCall(context.Background(), ev, errType, nil)
+		return
+	}
 	st, _ := ctx.Value(callStartKey{}).(*callStart)
 	if st == nil {
 		// Not a context CallStarted returned: no span of ours to end.
@@ -74,8 +84,7 @@ func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent)
 		if errType != "" {
 			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 			if ev.Err != nil {
-				span.RecordError(ev.Err)
-				span.SetStatus(codes.Error, ev.Err.Error())
+				recordError(span, ev.Err)
 			} else {
 				span.SetStatus(codes.Error, "the tool reported a failure")
 			}
@@ -199,13 +208,53 @@ func (in *Instrumentation) callSet(tool string, outcome executor.CallOutcome, er
 // bad call's tool name or scope may be anything.
 const maxSpanString = 1024
 
+// recordError sets the span's status to Error and adds its exception
+// event, as span.RecordError does, with the error's text as spanString
+// makes it: a tool's error (a remote API's whole answer, a panic's value)
+// may be megabytes or not UTF-8, and one invalid string makes an OTLP
+// exporter drop the whole batch. A text that needs no change is recorded by
+// the SDK itself.
+func recordError(span trace.Span, err error) {
+	msg := err.Error()
+	clean := spanString(msg)
+	if clean == msg {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, msg)
+		return
+	}
+	span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(
+		semconv.ExceptionType(errorTypeName(err)), semconv.ExceptionMessage(clean)))
+	span.SetStatus(codes.Error, clean)
+}
+
+// errorTypeName is exception.type as the SDK's RecordError writes it.
+func errorTypeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String() // a pointer or other unnamed type: "*errors.errorString"
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
 // spanString returns s as valid UTF-8 of at most maxSpanString bytes.
 func spanString(s string) string {
-	if len(s) > maxSpanString {
-		s = s[:maxSpanString]
-	}
+	s = cutAtRune(s, maxSpanString)
 	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+		// Each invalid byte may become a 3-byte U+FFFD: cut again.
+		s = cutAtRune(strings.ToValidUTF8(s, "\uFFFD"), maxSpanString)
 	}
 	return s
+}
+
+// cutAtRune returns s cut to at most n bytes, at a rune's start if one is
+// within a rune's length back: a cut of valid UTF-8 stays valid, and one of
+// garbage (continuation bytes only) does not shrink to nothing.
+func cutAtRune(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for back := 0; back < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); back++ {
+		n--
+	}
+	return s[:n]
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/idemotel"
@@ -347,5 +348,27 @@ func TestCallEndedOnAForeignContextEndsNoSpan(t *testing.T) {
 	require.Empty(t, b.takeSpans())
 	other.End()
 	require.Equal(t, []string{"app work"}, spanNames(b.takeSpans()))
+	require.EqualValues(t, 1, count(t, b.collect(t), idemotel.MetricCalls, ranOutcome))
+}
+
+// The executor never reports a call whose context is nil, but the
+// Observer's methods are exported: given one, they start and end no span
+// and still count the call, instead of panicking (CallEnded always did;
+// CallStarted did on the no-op tracer that the global provider is until
+// the application sets one).
+func TestObserverGivenANilContextStartsNoSpanAndNeverPanics(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	noop, err := idemotel.New(&idemotel.Config{TracerProvider: tracenoop.NewTracerProvider()})
+	require.NoError(t, err)
+	for _, tel := range []*idemotel.Instrumentation{b.tel, noop} {
+		require.NotPanics(t, func() {
+			//lint:ignore SA1012 a nil context is the input under test
+			require.Nil(t, tel.CallStarted(nil, testScope, mail("call-1")))
+			//lint:ignore SA1012 a nil context is the input under test
+			tel.CallEnded(nil, executor.CallEvent{Call: mail("call-1"), Outcome: executor.CallRan})
+		})
+	}
+	require.Empty(t, b.takeSpans())
 	require.EqualValues(t, 1, count(t, b.collect(t), idemotel.MetricCalls, ranOutcome))
 }

@@ -25,7 +25,8 @@ func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
 	}
 	var set attribute.Set
 	if namespace != "" {
-		set = attribute.NewSet(semconv.DBNamespace(namespace))
+		// Made valid and bounded as on spans: this has no error to return.
+		set = attribute.NewSet(semconv.DBNamespace(spanString(namespace)))
 	}
 	opt := metric.WithAttributeSet(set)
 	return func(n int) {

@@ -77,8 +77,8 @@ const (
 	// MetricCallDuration is the time of a whole call, replays included, by
 	// outcome and tool.
 	MetricCallDuration = "idemstore.call.duration"
-	// MetricToolDuration is the time a tool's Execute took, by tool and
-	// error.type; replays do not run the tool and are not in it.
+	// MetricToolDuration is the time a tool's Execute took, by tool;
+	// replays do not run the tool and are not in it.
 	MetricToolDuration = "idemstore.tool.duration"
 	// MetricClaims counts calls that held a claim, by tool.
 	MetricClaims = "idemstore.claims"

@@ -1,13 +1,15 @@
 package idemotel
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -39,6 +41,13 @@ func (c *StoreConfig) withDefaults(st any) StoreConfig {
 	if c != nil {
 		out = *c
 	}
+	if w, ok := st.(instrumented); ok {
+		// A store wrapped before (by another Instrumentation): it hides
+		// the store's Schema, so take what that wrapper found.
+		inner := w.telemetry().cfg
+		out.System = cmp.Or(out.System, inner.System)
+		out.Namespace = cmp.Or(out.Namespace, inner.Namespace)
+	}
 	if sr, ok := st.(schemaReporter); ok {
 		if out.System == "" {
 			out.System = SystemPostgreSQL
@@ -48,6 +57,39 @@ func (c *StoreConfig) withDefaults(st any) StoreConfig {
 		}
 	}
 	return out
+}
+
+// check refuses a name a span or metric attribute cannot carry as it is:
+// one that is not UTF-8 (an OTLP exporter drops the whole batch over it) or
+// is longer than any other string on a span.
+func (c StoreConfig) check(config string) error {
+	for _, f := range [...]struct{ field, v string }{{"System", c.System}, {"Namespace", c.Namespace}} {
+		field, v := f.field, f.v
+		switch {
+		case !utf8.ValidString(v):
+			return &contract.ConfigError{Config: config, Field: field, Problem: "not valid UTF-8: " + contract.Quote(v)}
+		case len(v) > maxSpanString:
+			return &contract.ConfigError{Config: config, Field: field, Problem: fmt.Sprintf("%d bytes, over the limit of %d", len(v), maxSpanString)}
+		}
+	}
+	return nil
+}
+
+// instrumented is a store this package wrapped.
+type instrumented interface{ telemetry() *storeTel }
+
+// wrap checks st and cfg and returns the instrumentation of st. Wrapping
+// a store this Instrumentation already wraps is refused: every operation
+// would be measured twice, and cleanup removals counted twice.
+func (in *Instrumentation) wrap(config string, st any, cfg *StoreConfig) (*storeTel, error) {
+	if w, ok := st.(instrumented); ok && w.telemetry().in == in {
+		return nil, &contract.ConfigError{Config: config, Field: "store", Problem: "already wrapped by this Instrumentation: every operation would be measured twice"}
+	}
+	c := cfg.withDefaults(st)
+	if err := c.check(config); err != nil {
+		return nil, err
+	}
+	return newStoreTel(in, c), nil
 }
 
 // Store operations, as db.operation.name names them: the method names of
@@ -85,12 +127,13 @@ type op struct {
 // storeTel is the instrumentation of one wrapped store.
 type storeTel struct {
 	in      *Instrumentation
+	cfg     StoreConfig // with defaults
 	ops     [opCount]op
 	removed metric.MeasurementOption // cleanup metric attributes
 }
 
 func newStoreTel(in *Instrumentation, cfg StoreConfig) *storeTel {
-	t := &storeTel{in: in}
+	t := &storeTel{in: in, cfg: cfg}
 	var base []attribute.KeyValue
 	if cfg.System != "" {
 		base = append(base, semconv.DBSystemNameKey.String(cfg.System))
@@ -159,8 +202,7 @@ func (c call) end(ctx context.Context, err error) {
 	errType := semconv.ErrorTypeKey.String(contract.ClassOf(err).String())
 	if c.span.IsRecording() {
 		c.span.SetAttributes(errType)
-		c.span.RecordError(err)
-		c.span.SetStatus(codes.Error, err.Error())
+		recordError(c.span, err)
 	}
 	c.span.End()
 	c.t.in.m.storeDuration.Record(ctx, took, metric.WithAttributes(append(o.attrs, errType)...))
@@ -176,30 +218,41 @@ func (c call) key(k keyhash.Sum) {
 // kind client, the database client conventions' attributes) and its
 // duration in db.client.operation.duration. Give the result to the
 // executor (or runtime.Config.Store) instead of st. A nil st, or a nil
-// in, is refused with a *contract.ConfigError.
+// in, a store in already wraps, or a System or Namespace that is not valid
+// UTF-8 or is over 1024 bytes, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (store.CallStore, error) {
+	const config = "idemotel.WrapCallStore"
 	if in == nil {
-		return nil, nilInstrumentation("idemotel.WrapCallStore")
+		return nil, nilInstrumentation(config)
 	}
 	if nilness.IsNil(st) {
-		return nil, &contract.ConfigError{Config: "idemotel.WrapCallStore", Field: "store", Problem: "nil"}
+		return nil, &contract.ConfigError{Config: config, Field: "store", Problem: "nil"}
 	}
-	return &callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, nil
+	t, err := in.wrap(config, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &callStore{st: st, t: t}, nil
 }
 
 // WrapStore is WrapCallStore for a whole store: scope maintenance gets
 // spans too, RemoveExpired's removals count in idemstore.cleanup.removed,
 // and Stats is passed through. The wrapper does not implement
-// store.Inspector: operators' calls go to the store itself. A nil st, or
-// a nil in, is refused with a *contract.ConfigError.
+// store.Inspector: operators' calls go to the store itself. It refuses
+// what WrapCallStore refuses.
 func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.Store, error) {
+	const config = "idemotel.WrapStore"
 	if in == nil {
-		return nil, nilInstrumentation("idemotel.WrapStore")
+		return nil, nilInstrumentation(config)
 	}
 	if nilness.IsNil(st) {
-		return nil, &contract.ConfigError{Config: "idemotel.WrapStore", Field: "store", Problem: "nil"}
+		return nil, &contract.ConfigError{Config: config, Field: "store", Problem: "nil"}
 	}
-	return &wholeStore{callStore: callStore{st: st, t: newStoreTel(in, cfg.withDefaults(st))}, whole: st}, nil
+	t, err := in.wrap(config, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &wholeStore{callStore: callStore{st: st, t: t}, whole: st}, nil
 }
 
 // nilInstrumentation refuses a nil *Instrumentation (one whose New error

@@ -2,6 +2,7 @@ package idemotel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/idemotel"
 	"github.com/idemstore/idemstore/internal/pgtest"
@@ -164,4 +166,53 @@ func TestWrapRefusesANilStore(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidInput)
 	_, err = b.tel.WrapCallStore(nil, nil)
 	require.ErrorIs(t, err, store.ErrInvalidInput)
+}
+
+// Wrapping a store twice with one Instrumentation measured every operation
+// twice and counted every cleanup removal twice; it is refused. Another
+// Instrumentation may wrap a wrapped store, and its spans keep the system
+// and namespace the first wrapper found (the wrapper hides the store's
+// Schema).
+func TestWrappingTwiceIsRefusedOrKeepsTheStoresNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	var cfgErr *contract.ConfigError
+	_, err := b.tel.WrapStore(b.st, nil)
+	require.ErrorAs(t, err, &cfgErr)
+	require.Equal(t, "store", cfgErr.Field)
+	_, err = b.tel.WrapCallStore(b.st, nil)
+	require.ErrorAs(t, err, &cfgErr)
+
+	other := setup(t, nil)
+	st, err := other.tel.WrapStore(b.st, nil)
+	require.NoError(t, err)
+	_, err = st.Get(context.Background(), testScope, keyhash.IDKey("k"))
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, "idemstore.memstore", attrs(one(t, other.takeSpans(), "Get"))["db.system.name"])
+}
+
+// A System or Namespace that is not UTF-8 went onto every span name and
+// metric point (an OTLP exporter drops a batch holding one), and one of any
+// length made every span name that long: both are refused.
+func TestWrapRefusesStoreNamesNoSpanCanCarry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for name, cfg := range map[string]idemotel.StoreConfig{
+		"system not UTF-8":    {System: "pg\xff"},
+		"namespace not UTF-8": {Namespace: "app\xfe"},
+		"namespace too long":  {Namespace: strings.Repeat("n", 1025)},
+	} {
+		var cfgErr *contract.ConfigError
+		_, err := b.tel.WrapStore(b.mem, &cfg)
+		require.ErrorAs(t, err, &cfgErr, name)
+		_, err = b.tel.WrapCallStore(b.mem, &cfg)
+		require.ErrorAs(t, err, &cfgErr, name)
+	}
+	_, err := b.tel.WrapStore(b.mem, &idemotel.StoreConfig{Namespace: strings.Repeat("n", 1024)})
+	require.NoError(t, err)
+
+	// CleanupRemoved has no error to return: its namespace is made valid.
+	b.tel.CleanupRemoved("app\xff")(3)
+	rm := b.collect(t)
+	require.EqualValues(t, 3, count(t, rm, idemotel.MetricCleanupRemoved, attribute.String("db.namespace", "app\uFFFD")))
 }

@@ -19,6 +19,9 @@ type callStore struct {
 
 var _ store.CallStore = (*callStore)(nil)
 
+// telemetry makes a wrapped store known as one (see Instrumentation.wrap).
+func (s *callStore) telemetry() *storeTel { return s.t }
+
 // Limits returns the wrapped store's limits; it is no operation of the
 // store and has no span.
 func (s *callStore) Limits() store.Limits { return s.st.Limits() }
