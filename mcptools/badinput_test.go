@@ -136,3 +136,28 @@ func TestErrorsQuoteAHugeToolNameAsABoundedPrefix(t *testing.T) {
 	require.Less(t, len(err.Error()), 1024)
 	require.Zero(t, calls)
 }
+
+func TestRegisterRefusesAToolNameTheRegistryWouldRefuseBeforeRegisteringAny(t *testing.T) {
+	t.Parallel()
+	for name, tool := range map[string]string{
+		"newline":        `a\nb`,
+		"NUL":            `a\u0000b`,
+		"over the limit": strings.Repeat("t", agent.MaxToolNameBytes+1),
+	} {
+		var calls int
+		cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}},{"name":"`+tool+`","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+		reg := agent.NewRegistry()
+		_, err := mcptools.Register(testContext(t), reg, cs, nil)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, name)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, name)
+		require.Empty(t, reg.Specs(), `%s: "a" was registered before the bad name was refused`, name)
+	}
+
+	var calls int
+	cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	reg := agent.NewRegistry()
+	_, err := mcptools.Register(testContext(t), reg, cs, &mcptools.RegisterOptions{Prefix: "mail\n"})
+	require.ErrorIs(t, err, agent.ErrInvalidToolSpec, "the prefix is part of the name")
+	require.Empty(t, reg.Specs())
+}
