@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,7 +71,7 @@ func (r *Registry) Register(spec ToolSpec, exec executor.Executor) error {
 // MaxToolNameBytes bytes of valid UTF-8 without control characters (C0 and
 // C1, DEL), invisible format characters (U+200B, the bidirectional
 // overrides …) or line and paragraph separators, and Parameters, when
-// given, must be valid JSON. It returns nil or a *ToolError wrapping
+// given, must be a JSON object. It returns nil or a *ToolError wrapping
 // ErrInvalidToolSpec whose Problem names what is wrong.
 //
 // The name is shown in progress steps and logs and sent to the model and
@@ -83,8 +84,17 @@ func (s ToolSpec) Validate() error {
 	if problem := toolNameProblem(s.Name); problem != "" {
 		return &ToolError{Tool: s.Name, Err: ErrInvalidToolSpec, Problem: problem}
 	}
-	if len(s.Parameters) > 0 && !json.Valid(s.Parameters) {
-		return &ToolError{Tool: s.Name, Err: ErrInvalidToolSpec, Problem: "parameters schema is not valid JSON"}
+	if len(s.Parameters) > 0 {
+		if !json.Valid(s.Parameters) {
+			return &ToolError{Tool: s.Name, Err: ErrInvalidToolSpec, Problem: "parameters schema is not valid JSON"}
+		}
+		// A tool's arguments are a JSON object (keyhash refuses any other
+		// value), so their schema is one too; chat-completions endpoints
+		// refuse any other, and a model client could then send no request
+		// at all while the tool is registered.
+		if trimmed := bytes.TrimLeft(s.Parameters, " \t\r\n"); trimmed[0] != '{' {
+			return &ToolError{Tool: s.Name, Err: ErrInvalidToolSpec, Problem: "parameters schema is not a JSON object"}
+		}
 	}
 	return nil
 }

@@ -140,3 +140,20 @@ func TestRegistryRefusesToolNamesWithControlCharactersBadUTF8OrOverTheLimit(t *t
 		require.NoError(t, r.Register(agent.ToolSpec{Name: name}, ok), "%.40q is a name", name)
 	}
 }
+
+func TestRegistryRefusesAParametersSchemaThatIsNotAJSONObject(t *testing.T) {
+	t.Parallel()
+	// Such a schema used to be registered, and openaimodel then refused
+	// every request of every run while the tool was in the registry.
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
+	r := agent.NewRegistry()
+	for _, schema := range []string{`5`, `"object"`, `["type"]`, `null`, `true`, ` [{}]`} {
+		err := r.Register(agent.ToolSpec{Name: "t", Parameters: json.RawMessage(schema)}, ok)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, schema)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, schema)
+		require.Equal(t, "parameters schema is not a JSON object", te.Problem, schema)
+	}
+	require.Empty(t, r.Specs(), "a refused registration changes nothing")
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "t", Parameters: json.RawMessage(" \n{\"type\":\"object\"}")}, ok))
+}
