@@ -27,7 +27,8 @@ const MaxToolNameBytes = contract.DefaultMaxToolBytes
 //
 // An allow-list restricts which registered tools may run; the runtime refuses
 // an unknown or not-allowed tool before probing and the dispatcher refuses it
-// again, so such a tool never runs. A Registry is safe for concurrent use.
+// again, so such a tool never runs. A Registry is safe for concurrent use,
+// and its zero value is an empty registry, as NewRegistry returns.
 type Registry struct {
 	mu      sync.RWMutex
 	tools   map[string]registered // guarded by mu
@@ -61,6 +62,11 @@ func (r *Registry) Register(spec ToolSpec, exec executor.Executor) error {
 	defer r.mu.Unlock()
 	if _, dup := r.tools[spec.Name]; dup {
 		return &ToolError{Tool: spec.Name, Err: ErrDuplicateTool}
+	}
+	if r.tools == nil {
+		// A zero Registry (a struct field, var r Registry) works like
+		// NewRegistry's: it used to panic on its first Register.
+		r.tools = make(map[string]registered)
 	}
 	r.tools[spec.Name] = registered{spec: spec, exec: exec}
 	r.order = append(r.order, spec.Name)

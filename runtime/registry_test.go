@@ -157,3 +157,19 @@ func TestRegistryRefusesAParametersSchemaThatIsNotAJSONObject(t *testing.T) {
 	require.Empty(t, r.Specs(), "a refused registration changes nothing")
 	require.NoError(t, r.Register(agent.ToolSpec{Name: "t", Parameters: json.RawMessage(" \n{\"type\":\"object\"}")}, ok))
 }
+
+func TestZeroRegistryIsAnEmptyRegistry(t *testing.T) {
+	t.Parallel()
+	var r agent.Registry
+	require.Empty(t, r.Specs())
+	require.ErrorIs(t, r.Check("send"), agent.ErrUnknownTool)
+	_, err := r.Execute(context.Background(), executor.Call{Tool: "send"})
+	require.ErrorIs(t, err, agent.ErrUnknownTool)
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		return executor.Result{Output: []byte("sent")}, nil
+	})
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "send"}, ok), "Register on a zero Registry used to panic")
+	res, err := r.Execute(context.Background(), executor.Call{Tool: "send"})
+	require.NoError(t, err)
+	require.Equal(t, "sent", string(res.Output))
+}
