@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,6 +180,28 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 			require.True(t, e.Transient)
 			require.Len(t, b.srv.Requests(), 1, "a 200 is not retried")
 		})
+	}
+}
+
+func TestAnErrorBodyAt200ReportsTheServersMessageAndStaysTransient(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		body, code, message string
+	}{
+		"OpenAI's error object": {`{"error":{"message":"The upstream model failed.","type":"server_error","code":"upstream_error"}}`, "upstream_error", "The upstream model failed."},
+		"an error string":       {`{"error":"model 'llama9' not found"}`, "", "model 'llama9' not found"},
+		"vLLM's error object":   {`{"object":"error","message":"The model is overloaded.","type":"ServiceUnavailable","code":503}`, "503", "The model is overloaded."},
+		"a huge message":        {`{"error":{"message":"` + strings.Repeat("m", 1<<20) + `"}}`, "", strings.Repeat("m", 1024) + "… (1048576 bytes)"},
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: tc.body}))
+		_, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, "%s: a 2xx that is not a completion", name)
+		require.True(t, e.Transient, name)
+		require.Equal(t, http.StatusOK, e.Status, name)
+		require.Equal(t, tc.code, e.Code, name)
+		require.Equal(t, "an error instead of a completion: "+tc.message, e.Message, "%s: it said only \"no choices\"", name)
+		require.Contains(t, err.Error(), tc.message, name)
 	}
 }
 
