@@ -51,7 +51,8 @@ type Error struct {
 	// connection error, a timeout, a request never sent).
 	Status int
 	// Code and Message are the API's error code ("rate_limit_exceeded") and
-	// message, when its error body said; else Message says what went wrong.
+	// message, when its error body said (each cut at 1 KiB); else Message
+	// says what went wrong.
 	Code    string
 	Message string
 	// Attempts counts the HTTP requests sent: 1 + the retries made; 0 when
@@ -121,22 +122,33 @@ func transientStatus(status int) bool {
 // It also caps each response's body at maxBody bytes (see cappedBody).
 type attempts struct {
 	n       int
-	status  int   // of the last response, 0 if the last attempt got none
-	maxBody int64 // Config.MaxResponseBytes
+	status  int         // of the last response, 0 if the last attempt got none
+	maxBody int64       // Config.MaxResponseBytes
+	errBody *cappedBody // the last response's body when its status is an error, else nil
 }
 
 func (a *attempts) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	a.n++
 	res, err := next(req)
-	a.status = 0
+	a.status, a.errBody = 0, nil
 	if res != nil {
 		a.status = res.StatusCode
 		if res.Body != nil {
-			res.Body = &cappedBody{ReadCloser: res.Body, left: a.maxBody}
+			body := &cappedBody{ReadCloser: res.Body, left: a.maxBody}
+			if res.StatusCode >= 400 {
+				// Kept so that an error body the SDK cannot parse (Ollama's
+				// {"error": "…"}) still gives the server's message.
+				body.keep = make([]byte, 0, 512)
+				a.errBody = body
+			}
+			res.Body = body
 		}
 	}
 	return res, err
 }
+
+// maxKeptErrorBody bounds the start of an error body kept for its message.
+const maxKeptErrorBody = 16 << 10
 
 // errBodyTooLarge is what a cappedBody's Read returns past its limit. The
 // SDK hands read errors back (wrapped with %w, or as they are), which is
@@ -148,7 +160,8 @@ var errBodyTooLarge = errors.New("openaimodel: response body over MaxResponseByt
 // endless body would be read until the process ran out of memory.
 type cappedBody struct {
 	io.ReadCloser
-	left int64 // bytes still allowed
+	left int64  // bytes still allowed
+	keep []byte // when not nil, the first maxKeptErrorBody bytes read
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -161,6 +174,9 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		p = p[:b.left+1]
 	}
 	n, err := b.ReadCloser.Read(p)
+	if b.keep != nil && len(b.keep) < maxKeptErrorBody {
+		b.keep = append(b.keep, p[:min(n, maxKeptErrorBody-len(b.keep))]...)
+	}
 	b.left -= int64(n)
 	if b.left < 0 {
 		return n, errBodyTooLarge
@@ -189,11 +205,22 @@ func (m *Model) classify(ctx, call context.Context, a *attempts, err error) *Err
 		e.Message = "the response body is over MaxResponseBytes (" + strconv.FormatInt(m.cfg.MaxResponseBytes, 10) + " bytes); not read further"
 		e.Transient = a.status < 400 || transientStatus(a.status)
 	case errors.As(err, &apiErr):
-		e.Status, e.Code, e.Message = apiErr.StatusCode, apiErr.Code, apiErr.Message
+		e.Status, e.Code, e.Message = apiErr.StatusCode, cut(apiErr.Code), cut(apiErr.Message)
+		if e.Code == "" && e.Message == "" && a.errBody != nil {
+			// A body without OpenAI's "error" member parses as an empty
+			// error (vLLM's {"object": "error", …}, FastAPI's {"detail": …}).
+			e.Code, e.Message, _ = serverError(a.errBody.keep)
+		}
 		e.Transient = transientStatus(apiErr.StatusCode)
 	case a.status >= 400:
-		// The SDK could not read the error body (HTML from a gateway, say).
+		// The SDK could not read the error body: HTML from a gateway, or an
+		// error in a shape other than OpenAI's, whose message we can read.
 		e.Message = "error response with an unreadable body"
+		if a.errBody != nil {
+			if code, msg, ok := serverError(a.errBody.keep); ok {
+				e.Code, e.Message = code, msg
+			}
+		}
 		e.Transient = transientStatus(a.status)
 	case a.status != 0:
 		e.Err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)

@@ -205,6 +205,28 @@ func TestAnErrorBodyAt200ReportsTheServersMessageAndStaysTransient(t *testing.T)
 	}
 }
 
+func TestAnErrorBodyInAnotherShapeStillGivesTheServersMessage(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		status              int
+		body, code, message string
+		transient           bool
+	}{
+		"Ollama's error string":    {http.StatusNotFound, `{"error":"model 'llama9' not found, try pulling it first"}`, "", "model 'llama9' not found, try pulling it first", false},
+		"vLLM's error object":      {http.StatusBadRequest, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","code":400}`, "400", "This model's maximum context length is 4096 tokens.", false},
+		"FastAPI's detail":         {http.StatusServiceUnavailable, `{"detail":"Service is starting."}`, "", "Service is starting.", true},
+		"OpenAI's, a huge message": {http.StatusBadRequest, `{"error":{"message":"` + strings.Repeat("m", 1<<20) + `","code":"x"}}`, "x", strings.Repeat("m", 1024) + "… (1048576 bytes)", false},
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Status: tc.status, Body: tc.body}), func(c *openaimodel.Config) { c.MaxRetries = openaimodel.NoRetries })
+		_, err := b.ask(t)
+		e := modelError(t, err)
+		require.Equal(t, tc.status, e.Status, name)
+		require.Equal(t, tc.transient, e.Transient, "%s: the class is the status's", name)
+		require.Equal(t, tc.code, e.Code, name)
+		require.Equal(t, tc.message, e.Message, "%s: it said \"error response with an unreadable body\", or nothing", name)
+	}
+}
+
 func TestTimeoutIsTransient(t *testing.T) {
 	t.Parallel()
 	b := setup(t, openaitest.Script(openaitest.Reply{Delay: time.Minute, Text: "too late"}),

@@ -223,8 +223,8 @@ const maxServerMessage = 1024
 
 // serverError reads the error a server put in a body: {"error": {"message":
 // …, "code": …}} as OpenAI sends it, {"error": "…"} (Ollama, some
-// gateways), or {"object": "error", "message": …, "code": …} (vLLM). ok is
-// false when body holds no such error. A code may be a string or a number;
+// gateways), {"object": "error", "message": …, "code": …} (vLLM), or
+// {"detail": "…"} (FastAPI). ok is false when body holds no such error. A code may be a string or a number;
 // a message that is not a string is shown as its JSON.
 func serverError(body []byte) (code, message string, ok bool) {
 	var top map[string]json.RawMessage
@@ -241,6 +241,9 @@ func serverError(body []byte) (code, message string, ok bool) {
 		if json.Unmarshal(raw, &fields) != nil {
 			return "", "", false
 		}
+	} else if detail := top["detail"]; len(detail) > 0 && detail[0] == '"' {
+		d := jsonText(detail)
+		return "", cut(d), d != ""
 	} else if jsonText(top["object"]) != "error" {
 		return "", "", false
 	}
