@@ -161,3 +161,17 @@ func TestRegisterRefusesAToolNameTheRegistryWouldRefuseBeforeRegisteringAny(t *t
 	require.ErrorIs(t, err, agent.ErrInvalidToolSpec, "the prefix is part of the name")
 	require.Empty(t, reg.Specs())
 }
+
+func TestANullResultIsNotStoredAsAnEmptyOne(t *testing.T) {
+	t.Parallel()
+	// The server may have run the tool: its outcome is unknown, and the
+	// claim is kept, rather than "{}" stored as what the call returned.
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `null`, &calls))
+	require.NoError(t, err)
+	res, err := c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, executor.ErrOutcomeUnknown)
+	require.ErrorContains(t, err, "the result is null")
+	require.Empty(t, res.Output)
+	require.Equal(t, 1, calls)
+}
