@@ -175,3 +175,32 @@ func TestANullResultIsNotStoredAsAnEmptyOne(t *testing.T) {
 	require.Empty(t, res.Output)
 	require.Equal(t, 1, calls)
 }
+
+func TestConnectRefusesTransportsTheSDKWouldCrashOn(t *testing.T) {
+	t.Parallel()
+	// Each panicked, the IOTransport without a Reader in the SDK's reading
+	// goroutine, which no caller can recover: it ended the process.
+	for name, tr := range map[string]mcp.Transport{
+		"nil":                        nil,
+		"a nil *CommandTransport":    (*mcp.CommandTransport)(nil),
+		"a nil *IOTransport":         (*mcp.IOTransport)(nil),
+		"a nil *StdioTransport":      (*mcp.StdioTransport)(nil),
+		"a nil *InMemoryTransport":   (*mcp.InMemoryTransport)(nil),
+		"a nil *StreamableClient…":   (*mcp.StreamableClientTransport)(nil),
+		"a CommandTransport, no cmd": &mcp.CommandTransport{},
+		"an IOTransport, no reader":  &mcp.IOTransport{Writer: nopWriteCloser{}},
+		"an IOTransport, no writer":  &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(""))},
+		"a zero InMemoryTransport":   &mcp.InMemoryTransport{},
+	} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil)
+		_, err := mcptools.Connect(testContext(t), client, tr, nil)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, name)
+		require.Equal(t, "transport", ie.Field, name)
+	}
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
