@@ -136,3 +136,71 @@ func TestErrorsQuoteAHugeToolNameAsABoundedPrefix(t *testing.T) {
 	require.Less(t, len(err.Error()), 1024)
 	require.Zero(t, calls)
 }
+
+func TestRegisterRefusesAToolNameTheRegistryWouldRefuseBeforeRegisteringAny(t *testing.T) {
+	t.Parallel()
+	for name, tool := range map[string]string{
+		"newline":        `a\nb`,
+		"NUL":            `a\u0000b`,
+		"over the limit": strings.Repeat("t", agent.MaxToolNameBytes+1),
+	} {
+		var calls int
+		cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}},{"name":"`+tool+`","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+		reg := agent.NewRegistry()
+		_, err := mcptools.Register(testContext(t), reg, cs, nil)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, name)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, name)
+		require.Empty(t, reg.Specs(), `%s: "a" was registered before the bad name was refused`, name)
+	}
+
+	var calls int
+	cs := rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	reg := agent.NewRegistry()
+	_, err := mcptools.Register(testContext(t), reg, cs, &mcptools.RegisterOptions{Prefix: "mail\n"})
+	require.ErrorIs(t, err, agent.ErrInvalidToolSpec, "the prefix is part of the name")
+	require.Empty(t, reg.Specs())
+}
+
+func TestANullResultIsNotStoredAsAnEmptyOne(t *testing.T) {
+	t.Parallel()
+	// The server may have run the tool: its outcome is unknown, and the
+	// claim is kept, rather than "{}" stored as what the call returned.
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `null`, &calls))
+	require.NoError(t, err)
+	res, err := c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, executor.ErrOutcomeUnknown)
+	require.ErrorContains(t, err, "the result is null")
+	require.Empty(t, res.Output)
+	require.Equal(t, 1, calls)
+}
+
+func TestConnectRefusesTransportsTheSDKWouldCrashOn(t *testing.T) {
+	t.Parallel()
+	// Each panicked, the IOTransport without a Reader in the SDK's reading
+	// goroutine, which no caller can recover: it ended the process.
+	for name, tr := range map[string]mcp.Transport{
+		"nil":                        nil,
+		"a nil *CommandTransport":    (*mcp.CommandTransport)(nil),
+		"a nil *IOTransport":         (*mcp.IOTransport)(nil),
+		"a nil *StdioTransport":      (*mcp.StdioTransport)(nil),
+		"a nil *InMemoryTransport":   (*mcp.InMemoryTransport)(nil),
+		"a nil *StreamableClient…":   (*mcp.StreamableClientTransport)(nil),
+		"a CommandTransport, no cmd": &mcp.CommandTransport{},
+		"an IOTransport, no reader":  &mcp.IOTransport{Writer: nopWriteCloser{}},
+		"an IOTransport, no writer":  &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(""))},
+		"a zero InMemoryTransport":   &mcp.InMemoryTransport{},
+	} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil)
+		_, err := mcptools.Connect(testContext(t), client, tr, nil)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, name)
+		require.Equal(t, "transport", ie.Field, name)
+	}
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }

@@ -3,12 +3,14 @@ package mcptools
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // Connect connects client to the MCP server behind t and returns the
@@ -19,6 +21,11 @@ import (
 // content are then kept byte for byte instead of being decoded and
 // re-encoded by the SDK. Other transports (streamable HTTP) are connected
 // as they are: the SDK's own connection must stay visible to it there.
+//
+// A nil client or transport, a typed nil, and one of the SDK's transports
+// without what it reads from (a CommandTransport without a Command, an
+// IOTransport without a Reader or Writer, a zero InMemoryTransport) are
+// refused with a *contract.InputError naming "client" or "transport".
 func Connect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return nil, err
@@ -26,14 +33,48 @@ func Connect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp
 	if client == nil {
 		return nil, &contract.InputError{Field: "client", Problem: "nil"}
 	}
-	if t == nil {
-		return nil, &contract.InputError{Field: "transport", Problem: "nil"}
+	if err := checkTransport(t); err != nil {
+		return nil, err
 	}
 	switch t.(type) {
 	case *mcp.CommandTransport, *mcp.StdioTransport, *mcp.IOTransport, *mcp.InMemoryTransport:
 		t = &rawTransport{inner: t}
 	}
 	return client.Connect(ctx, t, opts)
+}
+
+// checkTransport refuses a transport the SDK would crash on: a typed nil
+// (a nil *mcp.CommandTransport is not == nil), and the SDK's own
+// transports without what they read from. An IOTransport without a Reader
+// panicked in the SDK's reading goroutine, where no caller can recover,
+// and took the whole process down.
+func checkTransport(t mcp.Transport) error {
+	if nilness.IsNil(t) {
+		problem := "nil"
+		if t != nil {
+			problem = "a nil " + reflect.TypeOf(t).String()
+		}
+		return &contract.InputError{Field: "transport", Problem: problem}
+	}
+	problem := ""
+	switch tt := t.(type) {
+	case *mcp.CommandTransport:
+		if tt.Command == nil {
+			problem = "a CommandTransport without a Command"
+		}
+	case *mcp.IOTransport:
+		if nilness.IsNil(tt.Reader) || nilness.IsNil(tt.Writer) {
+			problem = "an IOTransport without a Reader or a Writer"
+		}
+	case *mcp.InMemoryTransport:
+		if *tt == (mcp.InMemoryTransport{}) {
+			problem = "a zero InMemoryTransport (make it with mcp.NewInMemoryTransports)"
+		}
+	}
+	if problem != "" {
+		return &contract.InputError{Field: "transport", Problem: problem}
+	}
+	return nil
 }
 
 // rawTransport wraps a transport whose connections it may wrap (see

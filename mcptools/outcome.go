@@ -28,6 +28,11 @@ func encodeOutcome(raw []byte, res *mcp.CallToolResult) ([]byte, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("mcptools: the result is not a JSON object: %w", err)
 	}
+	if obj == nil {
+		// null decodes to no map and no error; the SDK reads it as an empty
+		// result, which would be stored as the call's outcome, "{}".
+		return nil, fmt.Errorf("mcptools: the result is null, not a JSON object")
+	}
 	for _, k := range unstoredKeys {
 		delete(obj, k)
 	}

@@ -28,8 +28,9 @@ type RegisterOptions struct {
 // run replays its MCP calls like local ones.
 //
 // It returns the specs it registered, in the server's order. The specs are
-// checked before any is registered (a name the server lists twice, or an
-// empty one, is refused); a name already in reg stops the registration there, with the
+// checked before any is registered (a name the server lists twice, or one
+// runtime.ToolSpec.Validate refuses, with the prefix: empty, too long, a
+// control character); a name already in reg stops the registration there, with the
 // tools before it registered (see runtime.Registry.Register).
 func Register(ctx context.Context, reg *agent.Registry, session *mcp.ClientSession, opts *RegisterOptions) ([]agent.ToolSpec, error) {
 	if err := contract.CheckContext(ctx); err != nil {
@@ -53,8 +54,6 @@ func Register(ctx context.Context, reg *agent.Registry, session *mcp.ClientSessi
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		if t.Name == "" {
-			// Refused here, not by reg.Register: the tools before it would
-			// be registered already.
 			return nil, &agent.ToolError{Tool: t.Name, Err: agent.ErrInvalidToolSpec, Problem: "empty name (the server lists a tool without one)"}
 		}
 		if seen[t.Name] {
@@ -62,7 +61,13 @@ func Register(ctx context.Context, reg *agent.Registry, session *mcp.ClientSessi
 		}
 		seen[t.Name] = true
 		params, _ := t.InputSchema.(json.RawMessage) // ListTools gives raw schemas, or nil
-		specs = append(specs, agent.ToolSpec{Name: opts.Prefix + t.Name, Description: t.Description, Parameters: params})
+		spec := agent.ToolSpec{Name: opts.Prefix + t.Name, Description: t.Description, Parameters: params}
+		// Checked here, not only by reg.Register: a spec refused there
+		// would leave the tools before it registered.
+		if err := spec.Validate(); err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
 	}
 	for i, spec := range specs {
 		if err := reg.Register(spec, &serverTool{caller: c, name: tools[i].Name}); err != nil {

@@ -25,7 +25,9 @@
 // Runtime serves many runs at once. A bad scope (empty, over the store's
 // MaxScopeBytes, invalid UTF-8, a NUL byte) is refused with a typed error
 // before anything runs. Without a Store every call runs and nothing is
-// replayed.
+// replayed; a call whose arguments an executor would refuse (invalid JSON
+// or UTF-8, duplicate keys, not an object, over the default size or depth
+// limits) is refused all the same, and its tool never runs.
 //
 // The runtime runs the calls through one executor.Idempotent over Tools and
 // Store, tuned by Config.Executor. A call's key comes from its invocation id

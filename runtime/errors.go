@@ -15,8 +15,9 @@ var (
 	ErrToolNotAllowed = errors.New("runtime: tool not allowed")
 	// ErrDuplicateTool: a tool of that name is already registered.
 	ErrDuplicateTool = errors.New("runtime: tool already registered")
-	// ErrInvalidToolSpec: a tool's spec is malformed (empty name, schema that
-	// is not JSON, nil executor).
+	// ErrInvalidToolSpec: a tool's spec is malformed (a name that is empty,
+	// too long, not UTF-8 or holds a control character; a schema that is
+	// not a JSON object; a nil executor).
 	ErrInvalidToolSpec = errors.New("runtime: invalid tool spec")
 	// ErrAnswerRejected: the quality gates rejected every gate attempt.
 	ErrAnswerRejected = errors.New("runtime: answer rejected")

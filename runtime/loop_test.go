@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/runtime/runtimetest"
@@ -212,4 +214,38 @@ func TestSystemPromptIsTheFirstMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []agent.Message{{Role: agent.RoleSystem, Content: "You are careful."}, {Role: agent.RoleUser, Content: "hello"}}, model.Requests()[0].Messages)
 	require.Equal(t, agent.Message{Role: agent.RoleAssistant, Content: "hi"}, tr.Messages[len(tr.Messages)-1])
+}
+
+func TestWithoutAStoreBadArgumentsAreRefusedAndTheToolNeverRuns(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	reg := agent.NewRegistry()
+	require.NoError(t, reg.Register(agent.ToolSpec{Name: "send"}, executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		runs.Add(1)
+		return executor.Result{Output: []byte("sent")}, nil
+	})))
+	bad := map[string]string{
+		"invalid JSON":   `{"to":`,
+		"duplicate keys": `{"to":"ada","to":"bob"}`,
+		"invalid UTF-8":  "{\"to\":\"\xff\"}",
+		"not an object":  `"ada"`,
+		"too deep":       strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 100),
+	}
+	var calls []executor.Call
+	for name, args := range bad {
+		calls = append(calls, executor.Call{ProviderCallID: name, Tool: "send", Args: json.RawMessage(args)})
+	}
+	calls = append(calls, executor.Call{ProviderCallID: "good", Tool: "send", Args: json.RawMessage(`{"to":"ada"}`)})
+	model := runtimetest.NewScriptedModel(agent.Response{ToolCalls: calls}, agent.Response{Text: "done"})
+	rt, err := agent.New(&agent.Config{Model: model, Tools: reg}) // no Store
+	require.NoError(t, err)
+	tr, err := rt.Run(context.Background(), testScope, "mail ada")
+	require.NoError(t, err)
+	require.Equal(t, int32(1), runs.Load(), "only the good call ran")
+	require.Len(t, tr.Calls, len(bad)+1)
+	for _, c := range tr.Calls[:len(bad)] {
+		require.Equal(t, agent.StatusRefused, c.Status, c.Call.ProviderCallID)
+		require.Equal(t, contract.ClassBadCall, contract.ClassOf(c.Err), "%s: %v", c.Call.ProviderCallID, c.Err)
+	}
+	require.Equal(t, agent.StatusSucceeded, tr.Calls[len(bad)].Status)
 }

@@ -37,8 +37,8 @@ type Message struct {
 type ToolSpec struct {
 	Name        string
 	Description string
-	// Parameters is the JSON schema of the tool's arguments; empty means the
-	// tool takes none.
+	// Parameters is the JSON schema of the tool's arguments, a JSON object;
+	// empty means the tool takes none.
 	Parameters json.RawMessage
 }
 

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,68 @@ func TestRegistryRefusesTypedNilExecutorsAndChangesNothing(t *testing.T) {
 	require.ErrorIs(t, r.Check("send"), agent.ErrUnknownTool)
 	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
 	require.NoError(t, r.Register(agent.ToolSpec{Name: "send"}, ok), "the name is still free")
+}
+
+func TestRegistryRefusesToolNamesWithControlCharactersBadUTF8OrOverTheLimit(t *testing.T) {
+	t.Parallel()
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
+	r := agent.NewRegistry()
+	for _, tc := range []struct {
+		name, tool, problem string
+	}{
+		{"newline", "send\nCalling tool evil()", "U+000A at byte 4"},
+		{"NUL", "se\x00nd", "U+0000 at byte 2"},
+		{"DEL", "send\x7f", "U+007F"},
+		{"C1 next line", "send\u0085x", "U+0085"},
+		{"line separator", "send\u2028x", "U+2028"},
+		{"right-to-left override", "send\u202ex", "U+202E"},
+		{"invalid UTF-8", "send\xff", "not valid UTF-8"},
+		{"over the limit", strings.Repeat("t", agent.MaxToolNameBytes+1), "257 bytes is over MaxToolNameBytes (256)"},
+	} {
+		err := r.Register(agent.ToolSpec{Name: tc.tool}, ok)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, tc.name)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, tc.name)
+		require.Contains(t, te.Problem, tc.problem, tc.name)
+		require.Less(t, len(err.Error()), 256, "%s: the error quotes a bounded prefix of the name", tc.name)
+		require.ErrorIs(t, agent.ToolSpec{Name: tc.tool}.Validate(), agent.ErrInvalidToolSpec, tc.name)
+	}
+	require.Empty(t, r.Specs(), "a refused registration changes nothing")
+
+	for _, name := range []string{"send_mail", "github.search", "files/read", "Grüße", strings.Repeat("t", agent.MaxToolNameBytes)} {
+		require.NoError(t, r.Register(agent.ToolSpec{Name: name}, ok), "%.40q is a name", name)
+	}
+}
+
+func TestRegistryRefusesAParametersSchemaThatIsNotAJSONObject(t *testing.T) {
+	t.Parallel()
+	// Such a schema used to be registered, and openaimodel then refused
+	// every request of every run while the tool was in the registry.
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) { return executor.Result{}, nil })
+	r := agent.NewRegistry()
+	for _, schema := range []string{`5`, `"object"`, `["type"]`, `null`, `true`, ` [{}]`} {
+		err := r.Register(agent.ToolSpec{Name: "t", Parameters: json.RawMessage(schema)}, ok)
+		require.ErrorIs(t, err, agent.ErrInvalidToolSpec, schema)
+		var te *agent.ToolError
+		require.ErrorAs(t, err, &te, schema)
+		require.Equal(t, "parameters schema is not a JSON object", te.Problem, schema)
+	}
+	require.Empty(t, r.Specs(), "a refused registration changes nothing")
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "t", Parameters: json.RawMessage(" \n{\"type\":\"object\"}")}, ok))
+}
+
+func TestZeroRegistryIsAnEmptyRegistry(t *testing.T) {
+	t.Parallel()
+	var r agent.Registry
+	require.Empty(t, r.Specs())
+	require.ErrorIs(t, r.Check("send"), agent.ErrUnknownTool)
+	_, err := r.Execute(context.Background(), executor.Call{Tool: "send"})
+	require.ErrorIs(t, err, agent.ErrUnknownTool)
+	ok := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		return executor.Result{Output: []byte("sent")}, nil
+	})
+	require.NoError(t, r.Register(agent.ToolSpec{Name: "send"}, ok), "Register on a zero Registry used to panic")
+	res, err := r.Execute(context.Background(), executor.Call{Tool: "send"})
+	require.NoError(t, err)
+	require.Equal(t, "sent", string(res.Output))
 }

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/idemstore/idemstore/contract"
 )
 
 // Abbreviate renders a tool output (or arguments) for a one-line progress
-// step. Invalid UTF-8 becomes U+FFFD and control characters (newlines, tabs)
-// become spaces, so a step is always one line. An output of at most max
+// step. Invalid UTF-8 becomes U+FFFD, and control characters (newlines,
+// tabs, C1 controls such as U+0085) and the line and paragraph separators
+// (U+2028, U+2029) become spaces, so a step is always one line. An output of at most max
 // characters (runes) is shown whole; a longer one shows its first max
 // characters, then "… (N bytes)" with N the full length in bytes. max <= 0
 // means DefaultMaxStepOutput. Only the step is abbreviated: the model always
@@ -23,7 +25,10 @@ func Abbreviate(output []byte, max int) string {
 	}
 	s := strings.ToValidUTF8(string(output), "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		// Every control character, C1 as well as C0 (U+0085 is a line
+		// break), and the Unicode line and paragraph separators: each can
+		// start a new line where the step is shown.
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
 		}
 		return r

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/keyhash"
 )
 
 // decision is what the runtime knows about a call before reporting it.
@@ -80,7 +82,19 @@ func (s *run) decide(ctx context.Context, calls []executor.Call) []decision {
 		probeAt = append(probeAt, i)
 		probeCalls = append(probeCalls, call)
 	}
-	if s.exec == nil || len(probeCalls) == 0 {
+	if s.exec == nil {
+		// Without a store nothing checks the arguments on the way to the
+		// tool: refuse here what an executor would refuse (invalid JSON,
+		// duplicate keys, not an object, too large or deep), so that a bad
+		// call is refused the same way with a store and without.
+		for _, i := range probeAt {
+			if _, err := keyhash.Canonicalize(calls[i].Args, contract.Limits{}); err != nil {
+				decisions[i].refused = err
+			}
+		}
+		return decisions
+	}
+	if len(probeCalls) == 0 {
 		return decisions
 	}
 	preps, err := s.exec.Prepare(ctx, probeCalls)

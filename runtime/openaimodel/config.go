@@ -26,6 +26,11 @@ const (
 	// returned at once, as transient, so that a failover chain moves on
 	// rather than idling.
 	DefaultMaxRetryDelay = 30 * time.Second
+	// DefaultMaxResponseBytes bounds the body of one response: far above a
+	// chat completion with several tool calls of the store's largest
+	// arguments (1 MiB each by default), far below what would strain a
+	// process.
+	DefaultMaxResponseBytes = 8 << 20
 	// APIKeyEnv is the environment variable the API key is read from when
 	// Config.APIKey is empty.
 	APIKeyEnv = "OPENAI_API_KEY"
@@ -84,6 +89,14 @@ type Config struct {
 	// longer one ends the retries. Defaults to DefaultMaxRetryDelay.
 	MaxRetryDelay time.Duration
 
+	// MaxResponseBytes bounds the body of each response read, error
+	// bodies included: Timeout bounds only the time, and a server (or a
+	// proxy in front of it) that sends an endless body at full speed would
+	// otherwise be read into memory until the process runs out. A longer
+	// body fails the call with ErrResponseTooLarge. Defaults to
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+
 	// Name is how the runtime's progress steps and events call this model
 	// (see runtime.NamedModel). Defaults to "MODEL@HOST", for example
 	// "gpt-4o-mini@api.openai.com", so that two entries of a failover chain
@@ -114,6 +127,9 @@ func (c Config) withDefaults(baseURL *url.URL) Config {
 	}
 	if c.MaxRetryDelay == 0 {
 		c.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if c.Name == "" {
 		c.Name = c.Model + "@" + baseURL.Host
@@ -147,6 +163,8 @@ func (c Config) validate() (*url.URL, error) {
 		return nil, &ConfigError{Field: "MaxRetries", Problem: "negative (use NoRetries to disable retries)"}
 	case c.MaxRetryDelay < 0:
 		return nil, &ConfigError{Field: "MaxRetryDelay", Problem: "negative"}
+	case c.MaxResponseBytes < 0:
+		return nil, &ConfigError{Field: "MaxResponseBytes", Problem: "negative"}
 	}
 	return u, nil
 }

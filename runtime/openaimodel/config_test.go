@@ -30,6 +30,7 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"negative timeout", &openaimodel.Config{Model: "m", Timeout: -1}, "Timeout", "negative"},
 		{"negative retries", &openaimodel.Config{Model: "m", MaxRetries: -2}, "MaxRetries", "negative (use NoRetries to disable retries)"},
 		{"negative retry delay", &openaimodel.Config{Model: "m", MaxRetryDelay: -1}, "MaxRetryDelay", "negative"},
+		{"negative response cap", &openaimodel.Config{Model: "m", MaxResponseBytes: -1}, "MaxResponseBytes", "negative"},
 	} {
 		_, err := openaimodel.New(tc.cfg)
 		require.ErrorIs(t, err, openaimodel.ErrInvalidConfig, tc.name)

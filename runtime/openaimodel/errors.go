@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,6 +23,11 @@ var (
 	// two tool calls with one id). Transient: a proxy's error
 	// page or a truncated body says nothing about the next model.
 	ErrMalformedResponse = errors.New("openaimodel: malformed response")
+	// ErrResponseTooLarge: a response body was longer than
+	// Config.MaxResponseBytes; it was not read past the limit. Transient
+	// for a 2xx (another model, or this one asked again, may answer within
+	// it); an error status keeps its own class.
+	ErrResponseTooLarge = errors.New("openaimodel: response too large")
 	// ErrInvalidRequest: the runtime's request cannot be put on the wire (a
 	// message role the API does not have, a tool schema that is not a JSON
 	// object, a tool message without its call id). Nothing was sent;
@@ -45,7 +51,8 @@ type Error struct {
 	// connection error, a timeout, a request never sent).
 	Status int
 	// Code and Message are the API's error code ("rate_limit_exceeded") and
-	// message, when its error body said; else Message says what went wrong.
+	// message, when its error body said (each cut at 1 KiB); else Message
+	// says what went wrong.
 	Code    string
 	Message string
 	// Attempts counts the HTTP requests sent: 1 + the retries made; 0 when
@@ -56,8 +63,8 @@ type Error struct {
 	Transient bool
 	// Err is the cause: the SDK's *openai.Error, a transport error (match
 	// syscall.ECONNREFUSED), context.DeadlineExceeded for a timeout, ctx's
-	// error for a cancelled call, ErrMalformedResponse, ErrInvalidRequest or
-	// ErrUnsupportedToolCall.
+	// error for a cancelled call, ErrMalformedResponse, ErrResponseTooLarge,
+	// ErrInvalidRequest or ErrUnsupportedToolCall.
 	Err error
 }
 
@@ -111,19 +118,70 @@ func transientStatus(status int) bool {
 // an SDK middleware (called once per attempt, retries included, one attempt
 // at a time). It lets classify tell "no response" from "a response the SDK
 // could not parse", which the SDK's own errors do not.
+//
+// It also caps each response's body at maxBody bytes (see cappedBody).
 type attempts struct {
-	n      int
-	status int // of the last response, 0 if the last attempt got none
+	n       int
+	status  int         // of the last response, 0 if the last attempt got none
+	maxBody int64       // Config.MaxResponseBytes
+	errBody *cappedBody // the last response's body when its status is an error, else nil
 }
 
 func (a *attempts) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	a.n++
 	res, err := next(req)
-	a.status = 0
+	a.status, a.errBody = 0, nil
 	if res != nil {
 		a.status = res.StatusCode
+		if res.Body != nil {
+			body := &cappedBody{ReadCloser: res.Body, left: a.maxBody}
+			if res.StatusCode >= 400 {
+				// Kept so that an error body the SDK cannot parse (Ollama's
+				// {"error": "…"}) still gives the server's message.
+				body.keep = make([]byte, 0, 512)
+				a.errBody = body
+			}
+			res.Body = body
+		}
 	}
 	return res, err
+}
+
+// maxKeptErrorBody bounds the start of an error body kept for its message.
+const maxKeptErrorBody = 16 << 10
+
+// errBodyTooLarge is what a cappedBody's Read returns past its limit. The
+// SDK hands read errors back (wrapped with %w, or as they are), which is
+// how classify finds it.
+var errBodyTooLarge = errors.New("openaimodel: response body over MaxResponseBytes")
+
+// cappedBody is a response body that fails once more than its limit has
+// been read: the SDK reads bodies whole (io.ReadAll), so without it an
+// endless body would be read until the process ran out of memory.
+type cappedBody struct {
+	io.ReadCloser
+	left int64  // bytes still allowed
+	keep []byte // when not nil, the first maxKeptErrorBody bytes read
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	// One byte past the limit is enough to know the body is too long.
+	// (Compared so, a limit of math.MaxInt64 cannot overflow.)
+	if b.left < int64(len(p)) {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.keep != nil && len(b.keep) < maxKeptErrorBody {
+		b.keep = append(b.keep, p[:min(n, maxKeptErrorBody-len(b.keep))]...)
+	}
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errBodyTooLarge
+	}
+	return n, err
 }
 
 // errTimedOut is the cause of the context Complete runs under, so that the
@@ -142,12 +200,27 @@ func (m *Model) classify(ctx, call context.Context, a *attempts, err error) *Err
 	case context.Cause(call) == errTimedOut:
 		e.Status, e.Err, e.Transient = 0, context.DeadlineExceeded, true
 		e.Message = "no answer within " + m.cfg.Timeout.String()
+	case errors.Is(err, errBodyTooLarge):
+		e.Err = ErrResponseTooLarge
+		e.Message = "the response body is over MaxResponseBytes (" + strconv.FormatInt(m.cfg.MaxResponseBytes, 10) + " bytes); not read further"
+		e.Transient = a.status < 400 || transientStatus(a.status)
 	case errors.As(err, &apiErr):
-		e.Status, e.Code, e.Message = apiErr.StatusCode, apiErr.Code, apiErr.Message
+		e.Status, e.Code, e.Message = apiErr.StatusCode, cut(apiErr.Code), cut(apiErr.Message)
+		if e.Code == "" && e.Message == "" && a.errBody != nil {
+			// A body without OpenAI's "error" member parses as an empty
+			// error (vLLM's {"object": "error", …}, FastAPI's {"detail": …}).
+			e.Code, e.Message, _ = serverError(a.errBody.keep)
+		}
 		e.Transient = transientStatus(apiErr.StatusCode)
 	case a.status >= 400:
-		// The SDK could not read the error body (HTML from a gateway, say).
+		// The SDK could not read the error body: HTML from a gateway, or an
+		// error in a shape other than OpenAI's, whose message we can read.
 		e.Message = "error response with an unreadable body"
+		if a.errBody != nil {
+			if code, msg, ok := serverError(a.errBody.keep); ok {
+				e.Code, e.Message = code, msg
+			}
+		}
 		e.Transient = transientStatus(a.status)
 	case a.status != 0:
 		e.Err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,6 +180,50 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 			require.True(t, e.Transient)
 			require.Len(t, b.srv.Requests(), 1, "a 200 is not retried")
 		})
+	}
+}
+
+func TestAnErrorBodyAt200ReportsTheServersMessageAndStaysTransient(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		body, code, message string
+	}{
+		"OpenAI's error object": {`{"error":{"message":"The upstream model failed.","type":"server_error","code":"upstream_error"}}`, "upstream_error", "The upstream model failed."},
+		"an error string":       {`{"error":"model 'llama9' not found"}`, "", "model 'llama9' not found"},
+		"vLLM's error object":   {`{"object":"error","message":"The model is overloaded.","type":"ServiceUnavailable","code":503}`, "503", "The model is overloaded."},
+		"a huge message":        {`{"error":{"message":"` + strings.Repeat("m", 1<<20) + `"}}`, "", strings.Repeat("m", 1024) + "… (1048576 bytes)"},
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: tc.body}))
+		_, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, "%s: a 2xx that is not a completion", name)
+		require.True(t, e.Transient, name)
+		require.Equal(t, http.StatusOK, e.Status, name)
+		require.Equal(t, tc.code, e.Code, name)
+		require.Equal(t, "an error instead of a completion: "+tc.message, e.Message, "%s: it said only \"no choices\"", name)
+		require.Contains(t, err.Error(), tc.message, name)
+	}
+}
+
+func TestAnErrorBodyInAnotherShapeStillGivesTheServersMessage(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		status              int
+		body, code, message string
+		transient           bool
+	}{
+		"Ollama's error string":    {http.StatusNotFound, `{"error":"model 'llama9' not found, try pulling it first"}`, "", "model 'llama9' not found, try pulling it first", false},
+		"vLLM's error object":      {http.StatusBadRequest, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","code":400}`, "400", "This model's maximum context length is 4096 tokens.", false},
+		"FastAPI's detail":         {http.StatusServiceUnavailable, `{"detail":"Service is starting."}`, "", "Service is starting.", true},
+		"OpenAI's, a huge message": {http.StatusBadRequest, `{"error":{"message":"` + strings.Repeat("m", 1<<20) + `","code":"x"}}`, "x", strings.Repeat("m", 1024) + "… (1048576 bytes)", false},
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Status: tc.status, Body: tc.body}), func(c *openaimodel.Config) { c.MaxRetries = openaimodel.NoRetries })
+		_, err := b.ask(t)
+		e := modelError(t, err)
+		require.Equal(t, tc.status, e.Status, name)
+		require.Equal(t, tc.transient, e.Transient, "%s: the class is the status's", name)
+		require.Equal(t, tc.code, e.Code, name)
+		require.Equal(t, tc.message, e.Message, "%s: it said \"error response with an unreadable body\", or nothing", name)
 	}
 }
 

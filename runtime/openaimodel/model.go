@@ -70,7 +70,7 @@ func (m *Model) Complete(ctx context.Context, req agent.Request) (agent.Response
 	}
 	call, cancel := context.WithTimeoutCause(ctx, m.cfg.Timeout, errTimedOut)
 	defer cancel()
-	var a attempts
+	a := attempts{maxBody: m.cfg.MaxResponseBytes}
 	completion, err := m.svc.New(call, params, option.WithMiddleware(a.record))
 	if err != nil {
 		return agent.Response{}, m.classify(ctx, call, &a, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -87,10 +88,16 @@ func message(msg agent.Message) (openai.ChatCompletionMessageParamUnion, string)
 // response reads the model's decision out of a completion.
 func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, error) {
 	if c == nil || len(c.Choices) == 0 {
-		return agent.Response{}, &Error{
-			Model: m.cfg.Name, Status: 200, Attempts: sent, Transient: true,
-			Message: "the completion has no choices", Err: ErrMalformedResponse,
+		e := m.malformed(sent, "the completion has no choices")
+		if c != nil {
+			// Some servers and gateways answer an error with 200 and an
+			// error body: its message is what the caller needs to see. The
+			// class stays that of a 2xx that is not a completion.
+			if code, msg, ok := serverError([]byte(c.RawJSON())); ok {
+				e.Code, e.Message = code, "an error instead of a completion: "+msg
+			}
 		}
+		return agent.Response{}, e
 	}
 	if !c.Choices[0].JSON.Message.Valid() {
 		// A null choice, or one without a message object, decoded to an
@@ -207,4 +214,72 @@ func brokenField(fields ...namedField) string {
 // invalid is the permanent error of a request that cannot be sent.
 func (m *Model) invalid(problem string) *Error {
 	return &Error{Model: m.cfg.Name, Message: problem, Err: ErrInvalidRequest}
+}
+
+// maxServerMessage bounds the server's message an Error carries: enough
+// for any real one, and a body of megabytes is not copied into every
+// error string and progress step.
+const maxServerMessage = 1024
+
+// serverError reads the error a server put in a body: {"error": {"message":
+// …, "code": …}} as OpenAI sends it, {"error": "…"} (Ollama, some
+// gateways), {"object": "error", "message": …, "code": …} (vLLM), or
+// {"detail": "…"} (FastAPI). ok is false when body holds no such error. A code may be a string or a number;
+// a message that is not a string is shown as its JSON.
+func serverError(body []byte) (code, message string, ok bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return "", "", false
+	}
+	fields := top
+	if raw, has := top["error"]; has {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "", cut(s), s != ""
+		}
+		fields = nil
+		if json.Unmarshal(raw, &fields) != nil {
+			return "", "", false
+		}
+	} else if detail := top["detail"]; len(detail) > 0 && detail[0] == '"' {
+		d := jsonText(detail)
+		return "", cut(d), d != ""
+	} else if jsonText(top["object"]) != "error" {
+		return "", "", false
+	}
+	message, code = jsonText(fields["message"]), jsonText(fields["code"])
+	if message == "" && code == "" {
+		return "", "", false
+	}
+	return cut(code), cut(message), true
+}
+
+// jsonText is a JSON string's value, or any other JSON value as its
+// compact text; "" for none or null.
+func jsonText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil || buf.String() == "null" {
+		return ""
+	}
+	return buf.String()
+}
+
+// cut returns s, or its first maxServerMessage bytes (at a rune boundary)
+// and its length.
+func cut(s string) string {
+	if len(s) <= maxServerMessage {
+		return s
+	}
+	n := maxServerMessage
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
