@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/oneline"
+	"github.com/idemstore/idemstore/internal/storeopen"
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/runtime/openaimodel"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -94,22 +97,43 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// check refuses flags that cannot work together.
+// check refuses flags that cannot work together, and values that cannot
+// work (a scope the store refuses, a schema name, a database URL or an
+// address that cannot be used), so that they are a usage error (exit status
+// 2) before the store opens or the model runs, not a failed run. A value it
+// repeats is cut to a bounded prefix (contract.Quote).
 func (o *options) check(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return fmt.Errorf("unexpected argument %s (%d in all); the demo takes flags only", contract.Quote(fs.Arg(0)), fs.NArg())
 	}
 	if _, ok := scenarios[o.scenario]; !ok {
-		return fmt.Errorf("unknown -scenario %q; one of: %s", o.scenario, scenarioList())
+		return fmt.Errorf("unknown -scenario %s; one of: %s", contract.Quote(o.scenario), scenarioList())
+	}
+	// The demo's stores use the default limits (storeopen.Open).
+	if o.scope != "" {
+		if err := (contract.Limits{}).CheckScope(o.scope); err != nil {
+			return fmt.Errorf("invalid -execution-id %s: %w", contract.Quote(o.scope), err)
+		}
+	}
+	if err := schema.Validate(o.schema); err != nil {
+		return fmt.Errorf("invalid -schema: %w", err)
+	}
+	if err := storeopen.CheckURL(o.databaseURL); err != nil {
+		return err
+	}
+	if o.serveOpenAI != "" {
+		if err := oneline.ListenAddress("serve-openai", o.serveOpenAI); err != nil {
+			return err
+		}
 	}
 	wire := o.model == modelOpenAI || o.serveOpenAI != ""
 	switch {
 	case o.model != modelScripted && o.model != modelOpenAI:
-		return fmt.Errorf("unknown -model %q; one of: %s, %s", o.model, modelOpenAI, modelScripted)
+		return fmt.Errorf("unknown -model %s; one of: %s, %s", contract.Quote(o.model), modelOpenAI, modelScripted)
 	case o.model != modelOpenAI && (o.baseURL != "" || o.modelName != ""):
 		return errors.New("-base-url and -model-name go with -model openai")
 	case o.otel != otelOff && o.otel != otelStdout:
-		return fmt.Errorf("unknown -otel %q; the one exporter is %s", o.otel, otelStdout)
+		return fmt.Errorf("unknown -otel %s; the one exporter is %s", contract.Quote(o.otel), otelStdout)
 	case o.model == modelOpenAI && o.serveOpenAI != "":
 		return errors.New("-serve-openai serves the scripted model; run the client (-model openai) as a second command")
 	case wire && scenarios[o.scenario].invocationIDs:

@@ -115,3 +115,36 @@ func TestRanTimesSaysTimeOrTimes(t *testing.T) {
 	require.Equal(t, "send_mail ran 1 time", ranTimes("send_mail", 1))
 	require.Equal(t, "send_mail ran 2 times", ranTimes("send_mail", 2))
 }
+
+// A flag value the run cannot use (a scope the store refuses, a schema
+// name, a database URL that does not parse, an address with a bad port) is
+// refused with the other flags, so the demo exits 2 before it opens a store
+// or asks the model, and what it repeats of a value is bounded.
+func TestFlagsRefuseValuesTheRunCannotUseInOneBoundedLine(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"-execution-id", strings.Repeat("r", 300)}, `invalid -execution-id "rrrr`},
+		{[]string{"-execution-id", "run\xff"}, `invalid -execution-id "run\xff": idemstore: invalid input: scope: invalid UTF-8`},
+		{[]string{"-execution-id", "run\x00"}, `invalid -execution-id "run\x00": idemstore: invalid input: scope: contains a NUL byte`},
+		{[]string{"-schema", "Bad"}, `invalid -schema: `},
+		{[]string{"-schema", huge}, `invalid -schema: `},
+		{[]string{"-database-url", "postgres://u:s3cret@[::1:5432/db"}, "-database-url is not a valid PostgreSQL URL or DSN"},
+		{[]string{"-serve-openai", "127.0.0.1:99999"}, `invalid -serve-openai "127.0.0.1:99999": want HOST:PORT`},
+		{[]string{"-scenario", huge}, `unknown -scenario "xxxx`},
+		{[]string{"-model", huge}, `unknown -model "xxxx`},
+		{[]string{"-otel", huge}, `unknown -otel "xxxx`},
+		{[]string{huge, "more"}, `unexpected argument "xxxx`},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(tc.args, &stderr)
+		require.Error(t, err)
+		require.True(t, strings.HasPrefix(err.Error(), tc.err), "%.100q: %.300q", tc.args, err.Error())
+		require.Less(t, stderr.Len(), 400, "bounded: %.300q", stderr.String())
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %.300q", stderr.String())
+		require.NotContains(t, stderr.String(), "s3cret")
+	}
+}

@@ -222,7 +222,11 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 			return cfg, false, usagef("%s needs -%s", spec.name, name)
 		}
 	}
-	if cfg.databaseURL == "" {
+	// -database-url given empty is refused (run), never taken to mean
+	// $DATABASE_URL: `-database-url "$STAGING_URL"` with the variable unset
+	// must not delete scopes or resolve records wherever $DATABASE_URL
+	// points.
+	if cfg.databaseURL == "" && !cfg.set["database-url"] {
 		cfg.databaseURL = os.Getenv("DATABASE_URL")
 	}
 	return cfg, false, nil

@@ -150,7 +150,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			return exitUsage
 		}
-		if cfg.databaseURL == "" {
+		switch {
+		case cfg.databaseURL == "" && cfg.set["database-url"]:
+			fmt.Fprintln(stderr, "idemctl: -database-url is empty: give the database's URL, or leave the flag out to use $DATABASE_URL")
+			return exitUsage
+		case cfg.databaseURL == "":
 			fmt.Fprintln(stderr, "idemctl: no database: set -database-url or DATABASE_URL")
 			return exitUsage
 		}

@@ -53,6 +53,22 @@ func TestNoDatabaseURLAndAMalformedOneAreUsageErrors(t *testing.T) {
 		exitUsage, `invalid -schema: "Bad" does not match`)
 }
 
+func TestEmptyDatabaseURLFlagIsRefusedNotTakenFromTheEnvironment(t *testing.T) {
+	// Not parallel: it sets DATABASE_URL for the whole process. The
+	// environment's database is unreachable: had the command used it, it
+	// would fail with exit status 1 trying to connect.
+	t.Setenv("DATABASE_URL", "postgres://u:s3cr3t@127.0.0.1:1/prod?connect_timeout=1")
+	for _, args := range [][]string{
+		{"-database-url", "", "scope", "delete", "-scope", "run-1", "-yes"},
+		{"cleanup", "-database-url="},
+		{"-database-url", "postgres://127.0.0.1:1/staging", "-database-url", "", "counts"},
+	} {
+		requireOneLineFailure(t, runCtl(args...), exitUsage, "-database-url is empty: give the database's URL, or leave the flag out")
+	}
+	// The flag left out still means $DATABASE_URL.
+	requireOneLineFailure(t, runCtl("counts"), exitFail, "cannot reach the database")
+}
+
 func TestUnreachableServerIsOneLine(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

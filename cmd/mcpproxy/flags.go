@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/oneline"
+	"github.com/idemstore/idemstore/internal/storeopen"
 	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -118,14 +118,23 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 	case o.sessionTimeout < 0:
 		fmt.Fprintln(stderr, "mcpproxy: -session-timeout must not be negative")
 		return options{}, errUsage
+	case len(o.command) > 0 && o.command[0] == "":
+		fmt.Fprintln(stderr, "mcpproxy: the upstream command after -- is empty")
+		return options{}, errUsage
 	}
 	// Checked now, not once the upstream command runs and the store is
-	// open: a bad value is a usage error, said with a bounded prefix.
+	// open: a bad value is a usage error, said with a bounded prefix. A
+	// port out of range passes net.SplitHostPort and failed only at the
+	// listen, after the upstream had started.
 	if o.listen != "" {
-		if _, _, err := net.SplitHostPort(o.listen); err != nil {
-			fmt.Fprintf(stderr, "mcpproxy: invalid -listen %s: want HOST:PORT, such as 127.0.0.1:8931\n", contract.Quote(o.listen))
+		if err := oneline.ListenAddress("listen", o.listen); err != nil {
+			fmt.Fprintln(stderr, "mcpproxy: "+err.Error())
 			return options{}, errUsage
 		}
+	}
+	if err := storeopen.CheckURL(o.databaseURL); err != nil {
+		fmt.Fprintln(stderr, "mcpproxy: "+err.Error())
+		return options{}, errUsage
 	}
 	if o.upstreamURL != "" {
 		if u, err := url.Parse(o.upstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,10 +40,54 @@ func TestFlagsNeedExactlyOneUpstream(t *testing.T) {
 
 func TestBadDatabaseURLIsRefusedWithoutEchoingIt(t *testing.T) {
 	t.Parallel()
+	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"-database-url", "postgres://user:s3cret@[::1:5432/db", "--", "server"},
-		io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, io.Discard)
-	require.ErrorContains(t, err, "-database-url is not a valid PostgreSQL URL")
-	require.NotContains(t, err.Error(), "s3cret")
+		io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, &stderr)
+	require.ErrorIs(t, err, errUsage)
+	require.Contains(t, stderr.String(), "-database-url is not a valid PostgreSQL URL")
+	require.NotContains(t, stderr.String(), "s3cret")
+}
+
+// A value the proxy cannot use (a listen port out of range, an empty
+// upstream command, a database URL that does not parse) is a usage error,
+// exit status 2, said before the upstream command starts: the upstream
+// here would leave a file behind if it ran.
+func TestUnusableFlagValuesAreUsageErrorsBeforeTheUpstreamStarts(t *testing.T) {
+	t.Parallel()
+	ran := filepath.Join(t.TempDir(), "upstream-ran")
+	upstream := []string{"--", "/bin/sh", "-c", "touch " + ran}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-listen", "127.0.0.1:99999"}, `mcpproxy: invalid -listen "127.0.0.1:99999": want HOST:PORT with a port from 0 to 65535`},
+		{[]string{"-listen", "127.0.0.1:-1"}, `mcpproxy: invalid -listen "127.0.0.1:-1"`},
+		{[]string{"-listen", "127.0.0.1:no-such-service"}, `mcpproxy: invalid -listen "127.0.0.1:no-such-service"`},
+		{[]string{"-database-url", "postgres://user:s3cret@[::1:5432/db"}, "mcpproxy: -database-url is not a valid PostgreSQL URL"},
+		{[]string{"-database-url", "port=99999"}, "mcpproxy: -database-url is not a valid PostgreSQL URL"},
+	} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append(tc.args, upstream...),
+			io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, &stderr)
+		require.ErrorIs(t, err, errUsage, "%q", tc.args)
+		require.Equal(t, 2, exitStatus(err, io.Discard))
+		require.True(t, strings.HasPrefix(stderr.String(), tc.want), "%q: %q", tc.args, stderr.String())
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+		require.NotContains(t, stderr.String(), "s3cret")
+		require.NoFileExists(t, ran, "the upstream must not start: %q", tc.args)
+	}
+
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"--", ""},
+		io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, &stderr)
+	require.ErrorIs(t, err, errUsage)
+	require.Equal(t, "mcpproxy: the upstream command after -- is empty\n", stderr.String())
+
+	// A port 0 (any free port) and a service name are still fine.
+	for _, addr := range []string{"127.0.0.1:0", "127.0.0.1:", "127.0.0.1:http"} {
+		_, err := parseFlags([]string{"-listen", addr, "--", "server"}, io.Discard)
+		require.NoError(t, err, addr)
+	}
 }
 
 func TestUpstreamThatCannotStartIsAnError(t *testing.T) {

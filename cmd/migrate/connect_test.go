@@ -65,6 +65,22 @@ func TestMissingDatabaseURLIsAUsageError(t *testing.T) {
 	requireOneLineFailure(t, runMigrate("status"), exitUsage, "set -database-url or DATABASE_URL")
 }
 
+func TestEmptyDatabaseURLFlagIsRefusedNotTakenFromTheEnvironment(t *testing.T) {
+	// Not parallel: it sets DATABASE_URL for the whole process. The
+	// environment's database is unreachable: had the command used it, it
+	// would fail with exit status 1 trying to connect.
+	t.Setenv("DATABASE_URL", "postgres://u:s3cr3t@127.0.0.1:1/prod?connect_timeout=1")
+	for _, args := range [][]string{
+		{"-database-url", "", "down"},
+		{"down", "-to", "0", "-database-url="},
+		{"-database-url", "postgres://127.0.0.1:1/staging", "-database-url", "", "status"},
+	} {
+		requireOneLineFailure(t, runMigrate(args...), exitUsage, "-database-url is empty: give the database's URL, or leave the flag out")
+	}
+	// The flag left out still means $DATABASE_URL.
+	requireOneLineFailure(t, runMigrate("version"), exitFail, "cannot reach the database")
+}
+
 func TestMalformedURLIsAUsageErrorWithoutThePassword(t *testing.T) {
 	t.Parallel()
 	r := runMigrate("-database-url", "postgres://user:s3cr3t@localhost:notaport/db", "up")

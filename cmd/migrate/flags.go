@@ -30,6 +30,11 @@ type config struct {
 	command        string
 	to             int64
 	toSet          bool
+	// emptyURL: -database-url was given, and empty. It is refused, never
+	// taken to mean $DATABASE_URL: `-database-url "$STAGING_URL"` with the
+	// variable unset must not migrate (or roll back) whatever
+	// $DATABASE_URL points at.
+	emptyURL bool
 }
 
 // usageError is a command line that cannot run: its message is one line
@@ -126,7 +131,12 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 	case cfg.toSet && cfg.command != "up" && cfg.command != "down":
 		return cfg, false, usagef("-to is for up and down only")
 	}
-	if cfg.databaseURL == "" {
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "database-url" && cfg.databaseURL == "" {
+			cfg.emptyURL = true
+		}
+	})
+	if cfg.databaseURL == "" && !cfg.emptyURL {
 		cfg.databaseURL = os.Getenv("DATABASE_URL")
 	}
 	return cfg, false, nil

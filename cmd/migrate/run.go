@@ -91,6 +91,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, script)
 		return exitOK
 	}
+	if cfg.emptyURL {
+		fmt.Fprintln(stderr, "migrate: -database-url is empty: give the database's URL, or leave the flag out to use $DATABASE_URL")
+		return exitUsage
+	}
 	if cfg.databaseURL == "" {
 		fmt.Fprintln(stderr, "migrate: no database: set -database-url or DATABASE_URL")
 		return exitUsage

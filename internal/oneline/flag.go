@@ -3,6 +3,7 @@ package oneline
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -36,5 +37,23 @@ func (v DurationFlag) Set(s string) error {
 		return errors.New(problem)
 	}
 	*v.Target = d
+	return nil
+}
+
+// ListenAddress refuses an address that net.Listen("tcp", addr) would refuse
+// for its form: not HOST:PORT, or a port that is neither a number from 0 to
+// 65535 nor a service name. A command checks it with its other flags, so a
+// bad value is a usage error before anything starts, not a failure after its
+// upstream, store or model are up. What only the network can say (an
+// unknown host, a port in use) is left to the listen. The problem names the
+// flag and quotes a bounded prefix of the value.
+func ListenAddress(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("invalid -%s %s: want HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:8931", flagName, contract.Quote(addr))
+	}
 	return nil
 }

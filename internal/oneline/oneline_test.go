@@ -68,3 +68,15 @@ func TestDurationFlagSaysABadValueInOneBoundedLine(t *testing.T) {
 		require.Equal(t, 90*time.Second, d, "a bad value leaves the target as it was")
 	}
 }
+
+func TestListenAddressRefusesWhatNetListenWouldRefuseForItsForm(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "127.0.0.1:", ":8931", "[::1]:65535", "localhost:http"} {
+		require.NoError(t, oneline.ListenAddress("listen", addr), addr)
+	}
+	for _, addr := range []string{"", "8931", "127.0.0.1:65536", "127.0.0.1:99999", "127.0.0.1:-1", "a:no-such-service", "[::1:80", "127.0.0.1:" + strings.Repeat("9", 1<<20)} {
+		err := oneline.ListenAddress("listen", addr)
+		require.Error(t, err, addr)
+		require.True(t, strings.HasPrefix(err.Error(), "invalid -listen "), err.Error())
+		require.Less(t, len(err.Error()), 200, "bounded")
+	}
+}

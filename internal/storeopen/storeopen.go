@@ -31,9 +31,9 @@ func Open(ctx context.Context, databaseURL, schema string) (store.Store, func(),
 		}
 		return st, func() {}, nil
 	}
-	cfg, err := pgxpool.ParseConfig(databaseURL)
+	cfg, err := parseURL(databaseURL)
 	if err != nil {
-		return nil, nil, errors.New("-database-url is not a valid PostgreSQL URL or DSN")
+		return nil, nil, err
 	}
 	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -46,4 +46,28 @@ func Open(ctx context.Context, databaseURL, schema string) (store.Store, func(),
 		return nil, nil, err
 	}
 	return st, func() { st.Close(); pool.Close() }, nil
+}
+
+// errMalformedURL is what a malformed -database-url is said as: pgx's parse
+// errors can echo the URL, password included.
+var errMalformedURL = errors.New("-database-url is not a valid PostgreSQL URL or DSN")
+
+// CheckURL refuses a databaseURL that Open could not parse, without
+// repeating it. A command checks it with its other flags, so that a
+// malformed URL is a usage error before anything starts; "" (the in-memory
+// store) passes.
+func CheckURL(databaseURL string) error {
+	if databaseURL == "" {
+		return nil
+	}
+	_, err := parseURL(databaseURL)
+	return err
+}
+
+func parseURL(databaseURL string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, errMalformedURL
+	}
+	return cfg, nil
 }
