@@ -32,6 +32,12 @@ type Prepared struct {
 	done      bool // Run or Release used the claim
 }
 
+// errNotPrepared is Run's answer for a Prepared that Prepare did not make:
+// it holds no executor (and no claim) to run the call with.
+func errNotPrepared() error {
+	return &contract.InputError{Field: "prepared call", Problem: "not made by Scoped.Prepare (nil or zero)"}
+}
+
 // Prepare is the probe of a model's turn: it computes every call's key,
 // looks up every call in one store step and, in ModeExclusive, claims the
 // misses in the same step (ClaimMany), so that a turn of N calls costs one
@@ -142,7 +148,14 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 // whose claim waited for longer than Config.RenewEvery is renewed first; if
 // its lease was lost meanwhile, it goes the ordinary way (claim again, wait
 // or replay), so it never runs beside another holder.
+//
+// A Prepared that Prepare did not make (nil, or built by hand) has no
+// executor to run it with: Run refuses it with an *InputError and runs
+// nothing.
 func (p *Prepared) Run(ctx context.Context) (Result, error) {
+	if p == nil {
+		return Result{}, errNotPrepared()
+	}
 	if p.s != nil && p.s.e.cfg.Observer != nil && ctx != nil && p.Err == nil && !p.Replayed {
 		return p.runObserved(ctx)
 	}
@@ -155,6 +168,8 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 		return Result{}, p.Err
 	case p.Replayed:
 		return p.Result, nil
+	case p.s == nil:
+		return Result{}, errNotPrepared()
 	}
 	s := p.s
 	if err := contract.CheckContext(ctx); err != nil {
@@ -195,7 +210,7 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 // waiting for the lease to end. It does nothing for a call without one. A
 // nil ctx is refused with a typed error, and the claim is kept.
 func (p *Prepared) Release(ctx context.Context, cause string) error {
-	if p.done || p.claim.State != store.ClaimGranted {
+	if p == nil || p.done || p.claim.State != store.ClaimGranted {
 		return nil
 	}
 	if err := contract.CheckContext(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -408,4 +409,29 @@ func TestPreparedCallWhoseRenewalFailsGivesItsClaimUp(t *testing.T) {
 	require.NoError(t, err, "the claim was given up")
 	require.False(t, res.Replayed)
 	require.EqualValues(t, 1, otherTool.runs.Load())
+}
+
+// A Prepared that Prepare did not make (nil, or a zero value built by hand)
+// is refused with a typed error: it runs nothing and does not panic.
+func TestPreparedNotMadeByPrepareIsRefusedWithATypedError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, p := range map[string]*Prepared{
+		"nil":       nil,
+		"zero":      {},
+		"hand-made": {Call: call("lookup", `{}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var (
+				res Result
+				err error
+			)
+			require.NotPanics(t, func() { res, err = p.Run(ctx) })
+			require.ErrorIs(t, err, store.ErrInvalidInput)
+			require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+			require.Equal(t, Result{}, res)
+			require.NotPanics(t, func() { err = p.Release(ctx, "abandoned") })
+			require.NoError(t, err, "nothing to release")
+		})
+	}
 }
