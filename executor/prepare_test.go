@@ -178,6 +178,67 @@ func TestPrepareClaimsADuplicateOnce(t *testing.T) {
 	})
 }
 
+// The duplicate of a turn's call may run before the call it repeats: it
+// runs the call under the claim Prepare took for both, at once, and the
+// other replays it. It used to find that claim in flight and wait for the
+// lease of its own turn to end.
+func TestDuplicateInATurnRunsFirstWithoutWaitingForItsOwnClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil) // a manual clock: a wait for the lease would never end
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c := call("send_mail", `{"to":"a@example.com"}`)
+
+	preps, err := b.exec.Prepare(ctx, []Call{c, c})
+	require.NoError(t, err)
+	second, err := preps[1].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, second.Replayed, "it ran the call")
+	first, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.True(t, first.Replayed)
+	require.Equal(t, second.Output, first.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load())
+	require.EqualValues(t, 1, b.st.Stats().Claims, "no claim but Prepare's")
+}
+
+// A claim Prepare took is used once, however many copies of its Prepared
+// are run: a copy run after the original replays its outcome instead of
+// running the tool a second time under a claim already spent.
+func TestCopiesOfAPreparedCallRunItOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := bounded(t)
+	preps, err := b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"a@example.com"}`)})
+	require.NoError(t, err)
+	cp := preps[0]
+
+	res, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Replayed)
+	again, err := cp.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Equal(t, res.Output, again.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "the tool ran once")
+
+	// Copies racing each other run it once too.
+	preps, err = b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"b@example.com"}`)})
+	require.NoError(t, err)
+	copies := []Prepared{preps[0], preps[0], preps[0], preps[0]}
+	errs := make(chan error, len(copies))
+	for i := range copies {
+		go func() {
+			_, err := copies[i].Run(ctx)
+			errs <- err
+		}()
+	}
+	for range copies {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, 2, b.tool.runs.Load(), "the second call ran once")
+}
+
 // Release gives up a claim Prepare took for a call that will not run, so the
 // next caller runs it at once instead of waiting for the lease to end.
 func TestReleaseGivesUpAnUnusedClaim(t *testing.T) {
@@ -241,7 +302,7 @@ func TestPreparedCallThatWaitedRenewsBeforeRunning(t *testing.T) {
 	// The first waited past RenewEvery, by the store's clock and the
 	// executor's.
 	b.clock.Advance(20 * time.Second)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-20 * time.Second)
+	preps[0].claim.at = preps[0].claim.at.Add(-20 * time.Second)
 	_, err = preps[0].Run(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"ClaimMany": 1, "Renew": 1}, during, "renewed before the tool ran")
@@ -270,7 +331,7 @@ func TestPreparedCallWhoseLeaseWasLostDoesNotRunBesideTheNewHolder(t *testing.T)
 
 	// The claim waits past its lease; another process takes the call over.
 	b.clock.Advance(lease + time.Second)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour)
+	preps[0].claim.at = preps[0].claim.at.Add(-time.Hour)
 	g := newGate()
 	otherTool := &countingTool{behave: func(context.Context, Call) (Result, error) {
 		g.wait()
@@ -396,7 +457,7 @@ func TestPreparedCallWhoseRenewalFailsGivesItsClaimUp(t *testing.T) {
 	c := call("send_mail", `{"to":"a@example.com"}`)
 	preps, err := exec.Prepare(ctx, []Call{c})
 	require.NoError(t, err)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour) // waited past RenewEvery
+	preps[0].claim.at = preps[0].claim.at.Add(-time.Hour) // waited past RenewEvery
 
 	_, err = preps[0].Run(ctx)
 	require.ErrorIs(t, err, store.ErrUnavailable)
