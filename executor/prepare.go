@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -140,6 +141,12 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, s.e.wopts)
 	if err != nil {
 		return preps, err
+	}
+	if len(results) != len(ents) {
+		// A store that breaks ClaimMany's contract: which result is whose
+		// cannot be known, so none is used (one more would index past the
+		// turn).
+		return preps, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the store answered %d results for %d calls", len(results), len(ents))}
 	}
 	now := time.Now()
 	for j, cr := range results {

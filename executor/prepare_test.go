@@ -496,3 +496,42 @@ func TestPreparedNotMadeByPrepareIsRefusedWithATypedError(t *testing.T) {
 		})
 	}
 }
+
+// miscountingStore answers ClaimMany with one result more, or fewer, than
+// it was given entries: a store breaking the contract.
+type miscountingStore struct {
+	*countingStore
+	extra int
+}
+
+func (m *miscountingStore) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	rs, err := m.countingStore.ClaimMany(ctx, scope, es, lease, opts)
+	if m.extra > 0 {
+		rs = append(rs, make([]store.ClaimResult, m.extra)...)
+	} else {
+		rs = rs[:len(rs)+m.extra]
+	}
+	return rs, err
+}
+
+// A store whose ClaimMany answers another number of results than it was
+// given calls makes Prepare fail with a typed store error (the calls then go
+// the ordinary way), never an index out of range.
+func TestPrepareRefusesAClaimManyAnswerOfTheWrongLength(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []int{1, -1} {
+		b := setup(t, nil)
+		idem, err := New(b.tool, &miscountingStore{countingStore: b.calls, extra: extra}, nil)
+		require.NoError(t, err)
+		var preps []Prepared
+		require.NotPanics(t, func() {
+			preps, err = idem.ForScope(testScope).Prepare(bounded(t), []Call{call("a", `{}`), call("b", `{}`)})
+		}, "extra %d", extra)
+		require.ErrorIs(t, err, store.ErrUnavailable, "extra %d", extra)
+		require.Len(t, preps, 2)
+		for i := range preps {
+			require.NoError(t, preps[i].Err)
+			require.False(t, preps[i].Replayed)
+		}
+	}
+}
