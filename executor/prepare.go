@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -24,12 +26,55 @@ type Prepared struct {
 	// the same way.
 	Err error
 
-	s         *Scoped
-	ent       store.Entry
-	claim     store.ClaimResult // ClaimGranted when Prepare claimed the call
-	claimedAt time.Time
-	missed    bool // ModeProbeThenStore: Prepare's look-up found nothing for it
-	done      bool // Run or Release used the claim
+	s      *Scoped
+	ent    store.Entry
+	claim  *preparedClaim // the claim Prepare took for the call's key; nil: none
+	missed bool           // ModeProbeThenStore: Prepare's look-up found nothing for it
+	done   bool           // Run used the look-up (missed)
+}
+
+// preparedClaim is a claim Prepare took, shared by every Prepared of its
+// key (a call that appears twice in the turn) and by every copy of them:
+// whichever Run (or Release) comes first takes it, once, and every other
+// goes the ordinary way (replaying the outcome, or waiting for it). Held
+// by one Prepared value alone, the claim ran the tool again for a copy of
+// it, and a duplicate Run before the first waited for its own turn's lease.
+type preparedClaim struct {
+	mu   sync.Mutex
+	cr   store.ClaimResult // ClaimGranted
+	at   time.Time         // when it was granted
+	used bool              // guarded by mu: Run or Release took it
+}
+
+// take hands the claim to one caller: ok is false when there is none, or
+// another Run or Release took it already.
+func (c *preparedClaim) take() (cr store.ClaimResult, at time.Time, ok bool) {
+	if c == nil {
+		return store.ClaimResult{}, time.Time{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.used {
+		return store.ClaimResult{}, time.Time{}, false
+	}
+	c.used = true
+	return c.cr, c.at, true
+}
+
+// held reports whether the claim is still there to take.
+func (c *preparedClaim) held() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.used
+}
+
+// errNotPrepared is Run's answer for a Prepared that Prepare did not make:
+// it holds no executor (and no claim) to run the call with.
+func errNotPrepared() error {
+	return &contract.InputError{Field: "prepared call", Problem: "not made by Scoped.Prepare (nil or zero)"}
 }
 
 // Prepare is the probe of a model's turn: it computes every call's key,
@@ -40,7 +85,10 @@ type Prepared struct {
 // reports any real call.
 //
 // The result has one Prepared per call, in order. A call that appears twice
-// in the turn is claimed once; its second Run replays the first. When the
+// in the turn is claimed once: whichever of its Prepared values runs first
+// (in any order) runs it under that claim, and the others replay its
+// outcome (or wait for it). The same holds for copies of a Prepared: a
+// claim is used once. When the
 // store step fails, Prepare returns its error together with Prepared values
 // that run every call by the ordinary path. Every Prepared that is not
 // replayed and not bad must be Run or Released: a claim Prepare took is
@@ -62,9 +110,10 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		return preps, nil
 	}
 	var (
-		ents []store.Entry
-		at   []int
-		seen = make(map[keyhash.Sum]bool, len(calls))
+		ents  []store.Entry
+		at    []int
+		first = make(map[keyhash.Sum]int, len(calls)) // index in preps of each key's first call
+		dups  []int                                   // the calls whose key came before
 	)
 	for i, call := range calls {
 		p := &preps[i]
@@ -75,10 +124,11 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 			continue
 		}
 		p.ent = ent
-		if seen[ent.Key] {
-			continue // a duplicate in the turn: its Run replays the first
+		if _, ok := first[ent.Key]; ok {
+			dups = append(dups, i) // shares the first's claim
+			continue
 		}
-		seen[ent.Key] = true
+		first[ent.Key] = i
 		ents = append(ents, ent)
 		at = append(at, i)
 	}
@@ -91,6 +141,12 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, s.e.wopts)
 	if err != nil {
 		return preps, err
+	}
+	if len(results) != len(ents) {
+		// A store that breaks ClaimMany's contract: which result is whose
+		// cannot be known, so none is used (one more would index past the
+		// turn).
+		return preps, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the store answered %d results for %d calls", len(results), len(ents))}
 	}
 	now := time.Now()
 	for j, cr := range results {
@@ -105,8 +161,11 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 			}
 			p.Replayed, p.Result = true, replay(&cr.Record.Outcome)
 		case cr.State == store.ClaimGranted:
-			p.claim, p.claimedAt = cr, now
+			p.claim = &preparedClaim{cr: cr, at: now}
 		}
+	}
+	for _, i := range dups {
+		preps[i].claim = preps[first[preps[i].ent.Key]].claim
 	}
 	return preps, nil
 }
@@ -142,7 +201,14 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 // whose claim waited for longer than Config.RenewEvery is renewed first; if
 // its lease was lost meanwhile, it goes the ordinary way (claim again, wait
 // or replay), so it never runs beside another holder.
+//
+// A Prepared that Prepare did not make (nil, or built by hand) has no
+// executor to run it with: Run refuses it with an *InputError and runs
+// nothing.
 func (p *Prepared) Run(ctx context.Context) (Result, error) {
+	if p == nil {
+		return Result{}, errNotPrepared()
+	}
 	if p.s != nil && p.s.e.cfg.Observer != nil && ctx != nil && p.Err == nil && !p.Replayed {
 		return p.runObserved(ctx)
 	}
@@ -155,6 +221,8 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 		return Result{}, p.Err
 	case p.Replayed:
 		return p.Result, nil
+	case p.s == nil:
+		return Result{}, errNotPrepared()
 	}
 	s := p.s
 	if err := contract.CheckContext(ctx); err != nil {
@@ -167,13 +235,11 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 		p.done = true
 		return s.runUnclaimed(ctx, p.Call, p.ent)
 	}
-	if p.done || p.claim.State != store.ClaimGranted {
-		p.done = true
+	cr, claimedAt, ok := p.claim.take()
+	if !ok {
 		return s.execute(ctx, p.Call, p.ent, false)
 	}
-	p.done = true
-	cr := p.claim
-	if time.Since(p.claimedAt) >= s.e.cfg.RenewEvery {
+	if time.Since(claimedAt) >= s.e.cfg.RenewEvery {
 		c, err := s.e.st.Renew(ctx, cr.Claim, s.e.cfg.Lease)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
@@ -195,13 +261,16 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 // waiting for the lease to end. It does nothing for a call without one. A
 // nil ctx is refused with a typed error, and the claim is kept.
 func (p *Prepared) Release(ctx context.Context, cause string) error {
-	if p.done || p.claim.State != store.ClaimGranted {
+	if p == nil || !p.claim.held() {
 		return nil
 	}
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
 	}
-	p.done = true
-	p.s.release(ctx, p.ent, p.claim.Claim, cause)
+	cr, _, ok := p.claim.take()
+	if !ok {
+		return nil // a Run took it meanwhile
+	}
+	p.s.release(ctx, p.ent, cr.Claim, cause)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -177,6 +178,67 @@ func TestPrepareClaimsADuplicateOnce(t *testing.T) {
 	})
 }
 
+// The duplicate of a turn's call may run before the call it repeats: it
+// runs the call under the claim Prepare took for both, at once, and the
+// other replays it. It used to find that claim in flight and wait for the
+// lease of its own turn to end.
+func TestDuplicateInATurnRunsFirstWithoutWaitingForItsOwnClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil) // a manual clock: a wait for the lease would never end
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c := call("send_mail", `{"to":"a@example.com"}`)
+
+	preps, err := b.exec.Prepare(ctx, []Call{c, c})
+	require.NoError(t, err)
+	second, err := preps[1].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, second.Replayed, "it ran the call")
+	first, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.True(t, first.Replayed)
+	require.Equal(t, second.Output, first.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load())
+	require.EqualValues(t, 1, b.st.Stats().Claims, "no claim but Prepare's")
+}
+
+// A claim Prepare took is used once, however many copies of its Prepared
+// are run: a copy run after the original replays its outcome instead of
+// running the tool a second time under a claim already spent.
+func TestCopiesOfAPreparedCallRunItOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := bounded(t)
+	preps, err := b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"a@example.com"}`)})
+	require.NoError(t, err)
+	cp := preps[0]
+
+	res, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Replayed)
+	again, err := cp.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Equal(t, res.Output, again.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "the tool ran once")
+
+	// Copies racing each other run it once too.
+	preps, err = b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"b@example.com"}`)})
+	require.NoError(t, err)
+	copies := []Prepared{preps[0], preps[0], preps[0], preps[0]}
+	errs := make(chan error, len(copies))
+	for i := range copies {
+		go func() {
+			_, err := copies[i].Run(ctx)
+			errs <- err
+		}()
+	}
+	for range copies {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, 2, b.tool.runs.Load(), "the second call ran once")
+}
+
 // Release gives up a claim Prepare took for a call that will not run, so the
 // next caller runs it at once instead of waiting for the lease to end.
 func TestReleaseGivesUpAnUnusedClaim(t *testing.T) {
@@ -240,7 +302,7 @@ func TestPreparedCallThatWaitedRenewsBeforeRunning(t *testing.T) {
 	// The first waited past RenewEvery, by the store's clock and the
 	// executor's.
 	b.clock.Advance(20 * time.Second)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-20 * time.Second)
+	preps[0].claim.at = preps[0].claim.at.Add(-20 * time.Second)
 	_, err = preps[0].Run(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"ClaimMany": 1, "Renew": 1}, during, "renewed before the tool ran")
@@ -269,7 +331,7 @@ func TestPreparedCallWhoseLeaseWasLostDoesNotRunBesideTheNewHolder(t *testing.T)
 
 	// The claim waits past its lease; another process takes the call over.
 	b.clock.Advance(lease + time.Second)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour)
+	preps[0].claim.at = preps[0].claim.at.Add(-time.Hour)
 	g := newGate()
 	otherTool := &countingTool{behave: func(context.Context, Call) (Result, error) {
 		g.wait()
@@ -395,7 +457,7 @@ func TestPreparedCallWhoseRenewalFailsGivesItsClaimUp(t *testing.T) {
 	c := call("send_mail", `{"to":"a@example.com"}`)
 	preps, err := exec.Prepare(ctx, []Call{c})
 	require.NoError(t, err)
-	preps[0].claimedAt = preps[0].claimedAt.Add(-time.Hour) // waited past RenewEvery
+	preps[0].claim.at = preps[0].claim.at.Add(-time.Hour) // waited past RenewEvery
 
 	_, err = preps[0].Run(ctx)
 	require.ErrorIs(t, err, store.ErrUnavailable)
@@ -408,4 +470,68 @@ func TestPreparedCallWhoseRenewalFailsGivesItsClaimUp(t *testing.T) {
 	require.NoError(t, err, "the claim was given up")
 	require.False(t, res.Replayed)
 	require.EqualValues(t, 1, otherTool.runs.Load())
+}
+
+// A Prepared that Prepare did not make (nil, or a zero value built by hand)
+// is refused with a typed error: it runs nothing and does not panic.
+func TestPreparedNotMadeByPrepareIsRefusedWithATypedError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, p := range map[string]*Prepared{
+		"nil":       nil,
+		"zero":      {},
+		"hand-made": {Call: call("lookup", `{}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var (
+				res Result
+				err error
+			)
+			require.NotPanics(t, func() { res, err = p.Run(ctx) })
+			require.ErrorIs(t, err, store.ErrInvalidInput)
+			require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+			require.Equal(t, Result{}, res)
+			require.NotPanics(t, func() { err = p.Release(ctx, "abandoned") })
+			require.NoError(t, err, "nothing to release")
+		})
+	}
+}
+
+// miscountingStore answers ClaimMany with one result more, or fewer, than
+// it was given entries: a store breaking the contract.
+type miscountingStore struct {
+	*countingStore
+	extra int
+}
+
+func (m *miscountingStore) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	rs, err := m.countingStore.ClaimMany(ctx, scope, es, lease, opts)
+	if m.extra > 0 {
+		rs = append(rs, make([]store.ClaimResult, m.extra)...)
+	} else {
+		rs = rs[:len(rs)+m.extra]
+	}
+	return rs, err
+}
+
+// A store whose ClaimMany answers another number of results than it was
+// given calls makes Prepare fail with a typed store error (the calls then go
+// the ordinary way), never an index out of range.
+func TestPrepareRefusesAClaimManyAnswerOfTheWrongLength(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []int{1, -1} {
+		b := setup(t, nil)
+		idem, err := New(b.tool, &miscountingStore{countingStore: b.calls, extra: extra}, nil)
+		require.NoError(t, err)
+		var preps []Prepared
+		require.NotPanics(t, func() {
+			preps, err = idem.ForScope(testScope).Prepare(bounded(t), []Call{call("a", `{}`), call("b", `{}`)})
+		}, "extra %d", extra)
+		require.ErrorIs(t, err, store.ErrUnavailable, "extra %d", extra)
+		require.Len(t, preps, 2)
+		for i := range preps {
+			require.NoError(t, preps[i].Err)
+			require.False(t, preps[i].Replayed)
+		}
+	}
 }

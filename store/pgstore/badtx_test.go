@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -121,4 +123,86 @@ func TestTxToolOfANilFunctionIsRefusedByExecutorNew(t *testing.T) {
 	var ie *store.InputError
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, "tx tool", ie.Field)
+}
+
+// A Store that New did not make (nil, as an ignored New error leaves it,
+// or a zero value) and a Cleaner that NewCleaner did not make answer every
+// call with a typed bad-call error instead of a nil dereference; a
+// Cleaner's goroutine never starts to crash the process.
+func TestStoreAndCleanerNotMadeByTheirConstructorsAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	e := entry("id", `{}`)
+	c := store.Claim{Scope: "s", Key: e.Key, Token: 1}
+	for name, st := range map[string]*pgstore.Store{"nil": nil, "zero": {}} {
+		calls := map[string]func() error{
+			"Claim": func() error {
+				_, err := st.Claim(ctx, "s", e, time.Minute, store.WriteOptions{})
+				return err
+			},
+			"ClaimMany": func() error {
+				_, err := st.ClaimMany(ctx, "s", []store.Entry{e}, time.Minute, store.WriteOptions{})
+				return err
+			},
+			"Get": func() error { _, err := st.Get(ctx, "s", e.Key); return err },
+			"GetMany": func() error {
+				_, err := st.GetMany(ctx, "s", []keyhash.Sum{e.Key})
+				return err
+			},
+			"Put": func() error {
+				_, _, err := st.Put(ctx, "s", e, success("x"), store.WriteOptions{})
+				return err
+			},
+			"Complete":    func() error { _, err := st.Complete(ctx, c, success("x")); return err },
+			"Release":     func() error { return st.Release(ctx, c, "x") },
+			"Renew":       func() error { _, err := st.Renew(ctx, c, time.Minute); return err },
+			"Wait":        func() error { return st.Wait(ctx, "s", e.Key, 1) },
+			"ExtendScope": func() error { return st.ExtendScope(ctx, "s", time.Hour) },
+			"DeleteScope": func() error { _, err := st.DeleteScope(ctx, "s"); return err },
+			"RemoveExpired": func() error {
+				_, err := st.RemoveExpired(ctx, 10)
+				return err
+			},
+			"ListAttention": func() error {
+				_, err := st.ListAttention(ctx, store.AttentionQuery{})
+				return err
+			},
+			"ResolveRelease": func() error {
+				_, err := st.ResolveRelease(ctx, "s", e.Key, 1, "x")
+				return err
+			},
+			"Reseal": func() error { _, err := st.Reseal(ctx, pgstore.ResealQuery{}); return err },
+			"Ready":  func() error { return st.Ready(ctx) },
+			"Counts": func() error { _, err := st.Counts(ctx); return err },
+			"TxTool": func() error {
+				_, err := st.TxTool(func(context.Context, pgx.Tx, executor.Call) (executor.Result, error) {
+					return executor.Result{}, nil
+				}).Execute(ctx, executor.Call{Tool: "t"})
+				return err
+			},
+		}
+		for op, call := range calls {
+			var err error
+			require.NotPanics(t, func() { err = call() }, "%s %s", name, op)
+			require.ErrorIs(t, err, store.ErrInvalidInput, "%s %s", name, op)
+			require.Equal(t, contract.ClassBadCall, contract.ClassOf(err), "%s %s", name, op)
+		}
+		require.NotPanics(t, func() {
+			st.Close()
+			_ = st.Stats()
+			_ = st.Limits()
+			_ = st.Schema()
+		}, name)
+		_, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{})
+		require.ErrorIs(t, err, store.ErrInvalidInput, name)
+	}
+
+	for name, cl := range map[string]*pgstore.Cleaner{"nil": nil, "zero": {}} {
+		var err error
+		require.NotPanics(t, func() { err = cl.Start() }, name)
+		require.ErrorIs(t, err, store.ErrInvalidInput, name)
+		require.NotPanics(t, func() { _, err = cl.RunOnce(ctx) }, name)
+		require.ErrorIs(t, err, store.ErrInvalidInput, name)
+		require.NotPanics(t, cl.Stop, name)
+	}
 }

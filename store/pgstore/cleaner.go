@@ -92,8 +92,8 @@ type Cleaner struct {
 
 // NewCleaner returns a stopped cleaner for st.
 func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
-	if st == nil {
-		return nil, &contract.ConfigError{Config: "pgstore.NewCleaner", Field: "store", Problem: "nil"}
+	if st.unmade() {
+		return nil, &contract.ConfigError{Config: "pgstore.NewCleaner", Field: "store", Problem: "nil, or not made by pgstore.New"}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -109,6 +109,9 @@ var ErrCleanerStarted = fmt.Errorf("idemstore: cleaner already started: %w", con
 // Start runs the cleaner: a round at once, then one every Interval (plus
 // jitter) until Stop. A cleaner runs once: a second Start is an error.
 func (c *Cleaner) Start() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
@@ -125,6 +128,9 @@ func (c *Cleaner) Start() error {
 // cancelled and rolls back, removing nothing), and returns when its
 // goroutine is gone. Safe to call more than once, and without Start.
 func (c *Cleaner) Stop() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	cancel, done := c.cancel, c.done
 	c.mu.Unlock()
@@ -132,6 +138,16 @@ func (c *Cleaner) Stop() {
 		cancel()
 		<-done
 	}
+}
+
+// check refuses a Cleaner that NewCleaner did not make (nil, or a zero
+// value): it has no store, and its goroutine would crash the process on the
+// first round.
+func (c *Cleaner) check() error {
+	if c == nil || c.st.unmade() {
+		return &contract.ConfigError{Config: "pgstore.Cleaner", Field: "store", Problem: "nil: make the Cleaner with NewCleaner"}
+	}
+	return nil
 }
 
 func (c *Cleaner) run(ctx context.Context) {
@@ -155,6 +171,9 @@ func (c *Cleaner) run(ctx context.Context) {
 // Cleaner need not be started to use it.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 	if err := contract.CheckContext(ctx); err != nil {
+		return 0, err
+	}
+	if err := c.check(); err != nil {
 		return 0, err
 	}
 	total := 0

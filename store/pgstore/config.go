@@ -44,6 +44,16 @@ const (
 // long scope fail inside the database instead of being refused up front.
 const MaxScopeBytesLimit = 2048
 
+// MaxResultAndToolBytes bounds Limits.MaxResultBytes plus
+// Limits.MaxToolBytes. A Put sends a result (sealed: seal.Overhead bytes
+// more) and its tool name in one PostgreSQL protocol message, which holds at
+// most 1 GiB (pgx refuses a longer one before sending it); the mebibyte
+// left over is room for the statement's other values (a scope of at most
+// MaxScopeBytesLimit, key, fingerprint, numbers). Limits past it would let a
+// result the store accepted fail on the way to the database, as an error
+// that reads as an outage, instead of being refused up front.
+const MaxResultAndToolBytes = 1<<30 - 1<<20
+
 // Config tunes a Store. A nil *Config, and every zero field, means the
 // defaults.
 type Config struct {
@@ -57,7 +67,9 @@ type Config struct {
 	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
 	DefaultScopeTTL time.Duration
 	// Limits bounds scope names, tool names and results. Zero fields default
-	// (see store.Limits); MaxScopeBytes may not exceed MaxScopeBytesLimit.
+	// (see store.Limits); MaxScopeBytes may not exceed MaxScopeBytesLimit,
+	// and MaxResultBytes plus MaxToolBytes may not exceed
+	// MaxResultAndToolBytes.
 	Limits store.Limits
 	// PollInterval is how often Wait re-reads the record it waits for, in
 	// case a notification is lost (listener reconnecting). Notifications
@@ -202,6 +214,12 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MaxScopeBytes > MaxScopeBytesLimit {
 		return &contract.ConfigError{Config: configName, Field: "Limits.MaxScopeBytes", Problem: fmt.Sprintf("%d is over %d, the most a primary-key entry can hold", c.Limits.MaxScopeBytes, MaxScopeBytesLimit)}
+	}
+	// Compared by subtraction: the sum of two limits may overflow an int.
+	if l := c.Limits.WithDefaults(); l.MaxResultBytes > MaxResultAndToolBytes-l.MaxToolBytes {
+		return &contract.ConfigError{Config: configName, Field: "Limits.MaxResultBytes", Problem: fmt.Sprintf(
+			"%d plus MaxToolBytes (%d) is over %d, the most one statement can send to PostgreSQL (MaxResultAndToolBytes)",
+			l.MaxResultBytes, l.MaxToolBytes, MaxResultAndToolBytes)}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -228,5 +229,33 @@ func TestNewRejectsNonsenseRetryAndPoolSettings(t *testing.T) {
 	}
 	st, err := pgstore.New(context.Background(), pool, &pgstore.Config{Schema: schema, MaxRetries: -1, RetryBackoff: 2 * time.Second})
 	require.NoError(t, err, "no retries, and a first delay over the default cap, are fine")
+	st.Close()
+}
+
+// Limits whose result and tool name could not travel to PostgreSQL in one
+// statement are refused when the store is made, naming the field and the
+// bound: a result the store accepted must never fail on its way to the
+// database as an outage (a 1 GiB result failed as "store unavailable: write
+// failed: message body too large", class retry).
+func TestLimitsPastWhatOneStatementCarriesAreRefused(t *testing.T) {
+	t.Parallel()
+	pool, schema := newSchema(t)
+	for name, l := range map[string]store.Limits{
+		"result of 1 GiB":       {MaxResultBytes: 1 << 30},
+		"result of MaxInt":      {MaxResultBytes: math.MaxInt},
+		"tool name of MaxInt":   {MaxToolBytes: math.MaxInt},
+		"both at MaxInt":        {MaxResultBytes: math.MaxInt, MaxToolBytes: math.MaxInt},
+		"sum one byte too many": {MaxResultBytes: pgstore.MaxResultAndToolBytes - 99, MaxToolBytes: 100},
+	} {
+		_, err := pgstore.New(context.Background(), pool, &pgstore.Config{Schema: schema, Limits: l})
+		var ce *store.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, "Limits.MaxResultBytes", ce.Field, name)
+		require.Contains(t, ce.Problem, "MaxResultAndToolBytes", name)
+		require.Equal(t, contract.ClassBadCall, contract.ClassOf(err), name)
+	}
+	st, err := pgstore.New(context.Background(), pool, &pgstore.Config{Schema: schema,
+		Limits: store.Limits{MaxResultBytes: pgstore.MaxResultAndToolBytes - contract.DefaultMaxToolBytes}})
+	require.NoError(t, err, "the largest result with the default tool limit")
 	st.Close()
 }

@@ -130,6 +130,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 // store.ErrClosed; later calls return store.ErrClosed. It does not close the
 // pool. Close is idempotent.
 func (s *Store) Close() {
+	if s.unmade() {
+		return
+	}
 	s.closeOnce.Do(func() {
 		s.isClosed.Store(true)
 		close(s.closed)
@@ -137,17 +140,36 @@ func (s *Store) Close() {
 	})
 }
 
-// Schema returns the schema the store uses.
-func (s *Store) Schema() string { return s.schema }
+// Schema returns the schema the store uses ("" for a nil Store).
+func (s *Store) Schema() string {
+	if s == nil {
+		return ""
+	}
+	return s.schema
+}
 
 // Limits returns the limits the store enforces, with defaults applied. The
 // idempotent executor checks a scope against them before it is used.
-func (s *Store) Limits() store.Limits { return s.limits }
+func (s *Store) Limits() store.Limits {
+	if s.unmade() {
+		return store.Limits{}.WithDefaults()
+	}
+	return s.limits
+}
 
-// checkOpen refuses a nil ctx, and returns store.ErrClosed after Close.
+// unmade reports a Store that New did not make: nil (the result of a New
+// whose error was ignored) or a zero value. It has no pool to talk to.
+func (s *Store) unmade() bool { return s == nil || s.closed == nil }
+
+// checkOpen refuses a nil ctx and a Store that New did not make (a
+// *store.ConfigError, instead of a nil dereference), and returns
+// store.ErrClosed after Close.
 func (s *Store) checkOpen(ctx context.Context) error {
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
+	}
+	if s.unmade() {
+		return &contract.ConfigError{Config: "pgstore.Store", Field: "store", Problem: "nil, or not made by pgstore.New"}
 	}
 	if s.isClosed.Load() {
 		return store.ErrClosed
@@ -178,6 +200,9 @@ type counters struct {
 // Stats returns the store's counters since it was created (this Store
 // instance only, not other processes sharing the schema).
 func (s *Store) Stats() store.Stats {
+	if s == nil {
+		return store.Stats{}
+	}
 	return store.Stats{
 		Replays:    s.stats.replays.Load(),
 		Misses:     s.stats.misses.Load(),

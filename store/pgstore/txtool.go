@@ -34,11 +34,12 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
 // commits without storing anything.
 //
-// A nil fn gives a typed-nil executor: executor.New refuses it, so the
-// mistake shows where the executor is made, before any call claims a key;
-// called directly, it answers every call with an InputError.
+// A nil fn, or a Store that New did not make (nil: New's error ignored),
+// gives a typed-nil executor: executor.New refuses it, so the mistake shows
+// where the executor is made, before any call claims a key; called
+// directly, it answers every call with an InputError.
 func (s *Store) TxTool(fn TxFunc) executor.Executor {
-	if fn == nil {
+	if fn == nil || s.unmade() {
 		return (*txTool)(nil)
 	}
 	return &txTool{s: s, fn: fn}
@@ -53,7 +54,7 @@ type txTool struct {
 // Execute runs the call in a transaction of its own (see TxTool).
 func (t *txTool) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
 	if t == nil {
-		return executor.Result{}, &store.InputError{Field: "tx tool", Problem: "nil function"}
+		return executor.Result{}, &store.InputError{Field: "tx tool", Problem: "nil function or store"}
 	}
 	return t.s.runTx(ctx, t.fn, call)
 }
