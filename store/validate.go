@@ -70,8 +70,10 @@ func CheckWrite(ctx context.Context, l Limits, scope string, opts WriteOptions, 
 }
 
 // CheckClaim checks a claim handed back by a caller (Complete, Release,
-// Renew) before it is used. A claim with a token no claim ever has is not
-// current: *LeaseLostError.
+// Renew) before it is used. A token no store grants (0 or negative: a zero
+// Claim, or one read before Claim's State was checked) is bad input, an
+// *InputError naming the token: as a *LeaseLostError (retry) it invited a
+// retry that fails the same way every time.
 func CheckClaim(ctx context.Context, l Limits, c Claim) error {
 	if err := CheckRead(ctx, l, c.Scope); err != nil {
 		return err
@@ -80,7 +82,7 @@ func CheckClaim(ctx context.Context, l Limits, c Claim) error {
 		return err
 	}
 	if c.Token <= 0 {
-		return LeaseLost(c)
+		return &InputError{Field: "token", Problem: "not positive (not a claim a store granted)"}
 	}
 	return nil
 }

@@ -126,8 +126,9 @@ func TestWriteChecksRefuseBadBatchesAndTTLs(t *testing.T) {
 	require.ErrorIs(t, store.CheckDistinct([]store.Entry{e, e}), store.ErrInvalidInput)
 	require.Equal(t, time.Hour, store.WriteOptions{}.TTL(time.Hour))
 	require.Equal(t, time.Minute, store.WriteOptions{ScopeTTL: time.Minute}.TTL(time.Hour))
-	var ll *store.LeaseLostError
-	require.ErrorAs(t, store.CheckClaim(ctx, lim, store.Claim{Scope: "run-1", Key: e.Key, Token: 0}), &ll)
+	var in *store.InputError
+	require.ErrorAs(t, store.CheckClaim(ctx, lim, store.Claim{Scope: "run-1", Key: e.Key, Token: 0}), &in)
+	require.Equal(t, "token", in.Field)
 	require.ErrorIs(t, store.CheckFingerprint("run-1", e, store.Record{Fingerprint: keyhash.Fingerprint("u", []byte("{}"))}), store.ErrFingerprintMismatch)
 	require.NoError(t, store.CheckFingerprint("run-1", e, store.Record{Fingerprint: e.Fingerprint}))
 }

@@ -354,3 +354,36 @@ func testFingerprintMismatchIsRefusedAndChangesNothing(t *testing.T, b Bundle) {
 	require.Equal(t, 2, res.Claim.Attempt, "the refused call did not count as an attempt")
 	require.Greater(t, res.Claim.Token, first.Token)
 }
+
+// A claim no store grants (token 0 or negative: a zero store.Claim, a claim
+// read before checking Claim's State) is bad input, refused with an
+// *InputError naming the token, class bad call: retrying it, as a lost
+// lease invites, fails the same way every time. The key's live claim and
+// stored records are left as they were.
+func testClaimWithoutATokenIsBadInput(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	e := call("id", `{}`)
+	held := claim(ctx, t, s, "run", e, longLease, noOpts)
+	for _, token := range []int64{0, -1, -held.Token} {
+		forged := held
+		forged.Token = token
+		_, err := s.Complete(ctx, forged, success("forged"))
+		requireBadToken(t, err, token)
+		requireBadToken(t, s.Release(ctx, forged, "forged"), token)
+		_, err = s.Renew(ctx, forged, longLease)
+		requireBadToken(t, err, token)
+	}
+	requireNotFound(ctx, t, s, "run", e)
+	requireInFlight(ctx, t, s, "run", e, held.Token)
+	_, err := s.Complete(ctx, held, success("held"))
+	require.NoError(t, err)
+	requireResult(ctx, t, s, "run", e, "held")
+}
+
+func requireBadToken(t *testing.T, err error, token int64) {
+	t.Helper()
+	var in *store.InputError
+	require.ErrorAs(t, err, &in, "token %d", token)
+	require.Equal(t, "token", in.Field)
+	require.NotErrorIs(t, err, store.ErrLeaseLost)
+}

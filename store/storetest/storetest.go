@@ -93,6 +93,7 @@ var guarantees = []guarantee{
 	{"RenewExtendsLease", testRenewExtendsLease},
 	{"StaleTokenCannotComplete", testStaleTokenCannotComplete},
 	{"StaleTokenCannotReleaseOrRenew", testStaleTokenCannotReleaseOrRenew},
+	{"ClaimWithoutATokenIsBadInput", testClaimWithoutATokenIsBadInput},
 	{"ExpiredLeaseIsTakenOverWithNewToken", testExpiredLeaseIsTakenOverWithNewToken},
 	{"WaitThenReplay", testWaitThenReplay},
 	{"WaitWakesOnRelease", testWaitWakesOnRelease},
