@@ -84,13 +84,15 @@ func errNotPrepared() error {
 // an agent runtime can report a replay as a distinct step before it
 // reports any real call.
 //
-// The result has one Prepared per call, in order. A call that appears twice
-// in the turn is claimed once: whichever of its Prepared values runs first
-// (in any order) runs it under that claim, and the others replay its
-// outcome (or wait for it). The same holds for copies of a Prepared: a
-// claim is used once. When the
-// store step fails, Prepare returns its error together with Prepared values
-// that run every call by the ordinary path. Every Prepared that is not
+// The result has one Prepared per call, in order. A bad call (its
+// arguments malformed or over a limit) has its typed error in Err and is
+// neither looked up nor claimed; the turn's other calls are prepared as
+// usual. A call that appears twice in the turn is claimed once: whichever
+// of its Prepared values runs first (in any order) runs it under that
+// claim, and the others replay its outcome (or wait for it). The same
+// holds for copies of a Prepared: a claim is used once. When the store
+// step fails, Prepare returns its error together with Prepared values that
+// run every call by the ordinary path. Every Prepared that is not
 // replayed and not bad must be Run or Released: a claim Prepare took is
 // otherwise held until its lease ends.
 func (s *Scoped) Prepare(ctx context.Context, calls []Call) ([]Prepared, error) {

@@ -59,10 +59,14 @@
 // to the new primary, and is refused the same way if the sessions stay
 // read-only. Never point the store at a replica.
 //
-// Round trips: Get, GetMany, Complete, Release, Renew, Put and ClaimMany are
-// one statement each. A Claim that replays, or finds a live claim or a
-// mismatch, is one primary-key read and writes nothing; a Claim that claims
-// reads, then claims: two. ExtendScope and DeleteScope are a short
+// Round trips: Get, GetMany, Release, Renew, Put and ClaimMany are one
+// statement each; so is Complete, but for a record whose scope expired
+// while its lease ran (or, with a Sealer, a claim built without its
+// fingerprint), which takes a second. A Claim that replays, or finds a live
+// claim or a mismatch, is one primary-key read and writes nothing; a Claim
+// that claims reads, then claims: two, or one with WriteOptions.LikelyNew
+// (the executor's hint for a call new to its process), which inserts the
+// claim when the read finds no record. ExtendScope and DeleteScope are a short
 // transaction. RemoveExpired is one statement on plain PostgreSQL.
 //
 // Citus. Distribute the schema with migrations.Distribute: the tables are
