@@ -296,6 +296,12 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 		if !isToken(m) {
 			return cfgErr("Methods", fmt.Sprintf("%s is not a method name", contract.Quote(m)))
 		}
+		// Methods are case-sensitive (RFC 9110, 9.1): "post" is another
+		// method than POST, which no client sends, so the middleware would
+		// silently cover nothing of what was meant.
+		if std := strings.ToUpper(m); std != m && standardMethods[std] {
+			return cfgErr("Methods", fmt.Sprintf("%s is not %s: methods are case-sensitive", contract.Quote(m), std))
+		}
 	}
 	for field, name := range map[string]string{"HeaderName": s.header, "ReplayedHeader": s.replayedHeader} {
 		if !isToken(name) {
@@ -348,6 +354,13 @@ func canonicalNames(names []string) []string {
 
 // isToken reports whether s is an RFC 9110 token: what method and header
 // names are made of.
+// standardMethods are the methods of net/http's constants, by name.
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
 func isToken[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false

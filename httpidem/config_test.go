@@ -2,6 +2,8 @@ package httpidem_test
 
 import (
 	"math"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,24 @@ func TestNewRefusesHugeOrConflictingConfigsInsteadOfFailingLater(t *testing.T) {
 	require.NoError(t, err, "the shortest lease that can be renewed")
 	_, err = httpidem.New(st, &httpidem.Config{ReplayedHeader: "X-Replayed", ReplayHeaders: []string{}})
 	require.NoError(t, err)
+}
+
+// Methods are case-sensitive: "post" is not POST, and no client sends it,
+// so a config naming it covered nothing while it looked right. It is
+// refused with a ConfigError naming the method meant; an extension method
+// of any case (a WebDAV method, say) is taken as written.
+func TestAStandardMethodInTheWrongCaseIsRefused(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	for _, m := range []string{"post", "Patch", "dElEtE"} {
+		_, err := httpidem.New(st, &httpidem.Config{Methods: []string{http.MethodPost, m}})
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, m)
+		require.Equal(t, "Methods", ce.Field)
+		require.Contains(t, ce.Problem, strings.ToUpper(m))
+	}
+	for _, m := range []string{"PROPPATCH", "mkcol", "PUT"} {
+		_, err := httpidem.New(st, &httpidem.Config{Methods: []string{m}})
+		require.NoError(t, err, m)
+	}
 }
