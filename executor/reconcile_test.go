@@ -276,3 +276,19 @@ func TestReconcilerThatPanicsOrExitsKeepsTheClaimUntilItsLeaseEnds(t *testing.T)
 		}
 	}
 }
+
+// Outside an idempotent call there is no call info and no downstream key,
+// also for a nil context: asking never panics.
+func TestDownstreamKeyOfANilContextIsEmptyNotAPanic(t *testing.T) {
+	t.Parallel()
+	require.NotPanics(t, func() {
+		var nilCtx context.Context // a variable, so that vet does not refuse the test
+		require.Empty(t, DownstreamKey(nilCtx))
+		info, ok := CallInfoFrom(nilCtx)
+		require.False(t, ok)
+		require.Zero(t, info)
+
+		ctx := WithCallInfo(nilCtx, CallInfo{DownstreamKey: "dk"})
+		require.Equal(t, "dk", DownstreamKey(ctx), "a nil parent is taken as context.Background()")
+	})
+}
