@@ -265,3 +265,39 @@ func TestStoreFullIsRetryableAndLeavesNoClaim(t *testing.T) {
 	require.EqualValues(t, 2, tool.runs.Load())
 	require.Zero(t, st2.Stats().Waits)
 }
+
+// An executor that New (or ForScope) did not make, such as a nil one left
+// by an ignored error, refuses every call with an *InputError, a bad call:
+// it never panics and runs nothing.
+func TestExecutorNotMadeByItsConstructorIsABadCallNotAPanic(t *testing.T) {
+	t.Parallel()
+	var nilIdem *Idempotent
+	scopeds := map[string]*Scoped{
+		"ForScope of a nil Idempotent":  nilIdem.ForScope(testScope),
+		"ForScope of a zero Idempotent": (&Idempotent{}).ForScope(testScope),
+		"nil Scoped":                    nil,
+		"zero Scoped":                   {},
+	}
+	for name, s := range scopeds {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := bounded(t)
+			require.NotPanics(t, func() {
+				res, err := s.Execute(ctx, call("t", `{}`))
+				var ie *contract.InputError
+				require.ErrorAs(t, err, &ie)
+				require.Equal(t, contract.ClassBadCall, ClassOf(err))
+				require.Equal(t, Result{}, res)
+
+				preps, err := s.Prepare(ctx, []Call{call("t", `{}`)})
+				require.NoError(t, err)
+				require.Len(t, preps, 1)
+				require.ErrorIs(t, preps[0].Err, store.ErrInvalidInput)
+				_, err = preps[0].Run(ctx)
+				require.ErrorIs(t, err, store.ErrInvalidInput)
+
+				require.ErrorIs(t, s.Err(), store.ErrInvalidInput)
+			})
+		})
+	}
+}

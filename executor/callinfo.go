@@ -44,19 +44,27 @@ func (i CallInfo) Entry() store.Entry {
 type callInfoKey struct{}
 
 // WithCallInfo returns ctx carrying info. The idempotent executor sets it;
-// tests of tools may set it too.
+// tests of tools may set it too. A nil ctx is taken as
+// context.Background(), where context.WithValue would panic.
 func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return context.WithValue(ctx, callInfoKey{}, info)
 }
 
-// CallInfoFrom returns the call info set by the idempotent executor.
+// CallInfoFrom returns the call info set by the idempotent executor; false
+// outside an idempotent call, and for a nil ctx (which no call runs under).
 func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	if ctx == nil {
+		return CallInfo{}, false
+	}
 	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
 	return info, ok
 }
 
 // DownstreamKey returns the stable downstream idempotency key of the call
-// being run, or "" outside an idempotent call.
+// being run, or "" outside an idempotent call (a nil ctx included).
 func DownstreamKey(ctx context.Context) string {
 	info, _ := CallInfoFrom(ctx)
 	return info.DownstreamKey

@@ -16,7 +16,11 @@ import (
 //
 // However the tool's goroutine ends (a return, a panic, runtime.Goexit as
 // t.FailNow calls it), the renewal stops and a claim without an outcome is
-// released, so that no claim outlives its call.
+// released, so that no claim outlives its call. A panic or Goexit in
+// Reconcile is the exception: the earlier attempt's outcome is still
+// unknown, and a released claim would let the next caller run the tool
+// without asking, so the claim is kept until its lease ends, as after a
+// Reconcile that returned an error.
 func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released bool, err error) {
 	e := s.e
 	tctx := WithCallInfo(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver))
@@ -31,26 +35,34 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 
 	rn := e.startRenewal(ctx, s.scope, ent, cr.Claim)
 	finished := false
+	unknown := false // the outcome is unknown: Reconcile runs, or ran and failed
 	defer func() {
 		if finished {
 			return
 		}
-		// The tool panicked or its goroutine is exiting (runtime.Goexit):
-		// give the claim up, then let the panic or the exit go on.
+		// The tool or its Reconcile panicked, or its goroutine is exiting
+		// (runtime.Goexit): give the claim up, unless the outcome is
+		// unknown, then let the panic or the exit go on.
 		p := recover()
 		cause := "the tool's goroutine exited (runtime.Goexit) before it returned"
 		if p != nil {
 			cause = fmt.Sprintf("panic: %v", p)
 		}
 		c, _ := rn.stop()
-		s.release(ctx, ent, c, cause)
+		if unknown {
+			e.warn(ctx, "idemstore: reconcile did not return; the claim is kept until its lease ends", s.scope, ent, errors.New(cause))
+		} else {
+			s.release(ctx, ent, c, cause)
+		}
 		if p != nil {
 			panic(p)
 		}
 	}()
 
 	if rec, ok := e.inner.(Reconciler); ok && cr.TakenOver {
+		unknown = true
 		rres, found, rerr := rec.Reconcile(tctx, call)
+		unknown = false
 		if rerr != nil {
 			// Whether the side effect happened is still unknown: do not run
 			// the tool, and keep the claim (unrenewed) so that the next
@@ -73,6 +85,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 	res, err = e.inner.Execute(tctx, call)
 	tr.toolEnded()
 	if errors.Is(err, ErrOutcomeUnknown) {
+		unknown = true
 		res, released, err = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
 		finished = true
 		return res, released, err

@@ -111,7 +111,8 @@ type Config struct {
 
 	// Logger receives debug lines on replays, misses, claims, takeovers and
 	// waits, and warnings when an outcome could not be stored. Defaults to
-	// a logger that discards everything.
+	// a logger that discards everything. A zero slog.Logger (no handler)
+	// is refused.
 	Logger *slog.Logger
 
 	// Observer is told about every call (see Observer): the hook for
@@ -163,6 +164,11 @@ func (c Config) validate() error {
 		contract.Field{Name: "ScopeTTL", D: c.ScopeTTL},
 	); err != nil {
 		return err
+	}
+	if c.Logger.Handler() == nil {
+		// A zero slog.Logger has no handler: its first line would panic,
+		// on the call path, long after New.
+		return &contract.ConfigError{Config: configName, Field: "Logger", Problem: "has no handler (a zero slog.Logger): make it with slog.New"}
 	}
 	if c.Observer != nil && nilness.IsNil(c.Observer) {
 		return &contract.ConfigError{Config: configName, Field: "Observer", Problem: "a nil pointer in a non-nil interface"}

@@ -16,9 +16,10 @@ import (
 //     claim: a found outcome is stored and returned as the call's result;
 //     not found means the side effect did not happen, and the claim is
 //     released so that the next call runs the tool;
-//   - otherwise (or if Reconcile fails) the claim is kept until its lease
-//     ends, so the call is not run again before that; the next caller then
-//     takes it over (CallInfo.TakenOver) and, with a Reconciler, asks again.
+//   - otherwise (or if Reconcile fails, panics or exits) the claim is kept
+//     until its lease ends, so the call is not run again before that; the
+//     next caller then takes it over (CallInfo.TakenOver) and, with a
+//     Reconciler, asks again.
 //     Operators see such calls as records whose outcome is unknown.
 //
 // Wrap it with fmt.Errorf("charge: %w: %w", executor.ErrOutcomeUnknown, err).

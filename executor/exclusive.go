@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return Result{}, false, context.Cause(ctx)
+		return Result{}, false, interrupted(ctx)
 	case <-waited.timer(s.e.cfg.MaxWait):
 		return Result{}, false, &store.InFlightError{Scope: s.scope, Key: ent.Key}
 	}
@@ -132,7 +133,7 @@ func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, wa
 	s.e.trace(ctx).waitStore()
 	if err := s.e.st.Wait(wctx, s.scope, ent.Key, rec.Token); err != nil {
 		if ctx.Err() != nil {
-			return context.Cause(ctx)
+			return interrupted(ctx)
 		}
 		if wctx.Err() != nil {
 			return &store.InFlightError{Scope: s.scope, Key: ent.Key, LeaseUntil: rec.LeaseUntil}
@@ -140,6 +141,19 @@ func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, wa
 		return err
 	}
 	return nil
+}
+
+// interrupted is the error of a call whose own context ended while it
+// waited: ctx.Err(), so that it matches context.Canceled or
+// context.DeadlineExceeded (and is ClassRetry) as a store's interrupted call
+// does, with the cause the caller gave (context.WithCancelCause) wrapped
+// too. The cause alone matched neither.
+func interrupted(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("idemstore: wait: %w: %w", err, cause)
+	}
+	return contract.Interrupted("wait", err)
 }
 
 // waitBudget is how long one call may still wait for others, over all its

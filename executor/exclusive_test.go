@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -153,8 +154,10 @@ func TestWaiterGetsInFlightErrorAfterMaxWait(t *testing.T) {
 }
 
 // A waiter whose own context ends gets its context's error, in another
-// process or in the holder's, and the call still runs once.
-func TestWaiterWhoseContextEndsGetsItsCause(t *testing.T) {
+// process or in the holder's: it matches context.Canceled (class retry, as
+// the guarantees' table says of a caller's cancellation) and the cause the
+// caller gave, and the call still runs once.
+func TestWaiterWhoseContextEndsGetsContextCanceledAndItsCause(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &Config{MaxWait: time.Minute})
 	ctx := context.Background()
@@ -178,6 +181,8 @@ func TestWaiterWhoseContextEndsGetsItsCause(t *testing.T) {
 		cancel(cause)
 		r := await(t, waiter)
 		require.ErrorIs(t, r.err, cause, name)
+		require.ErrorIs(t, r.err, context.Canceled, name)
+		require.Equal(t, contract.ClassRetry, ClassOf(r.err), name)
 		require.Equal(t, Result{}, r.res, name)
 	}
 

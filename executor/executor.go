@@ -94,6 +94,9 @@ func (f ExecutorFunc) Execute(ctx context.Context, call Call) (Result, error) { 
 // already happened for a call. The idempotent executor asks before re-running
 // a call whose earlier attempt's outcome is unknown (a claim taken over after
 // its lease expired); a found outcome is stored instead of running the tool.
+// A Reconcile that fails (an error, a panic, runtime.Goexit) leaves the
+// outcome unknown: the call is not run, and its claim is kept until its
+// lease ends, so that the next caller asks again.
 type Reconciler interface {
 	// Reconcile reports whether the side effect of call already happened
 	// (found) and, if so, the result to store. It should use the downstream

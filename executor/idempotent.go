@@ -79,7 +79,9 @@ type Scoped struct {
 // ForScope returns the executor of one scope: the run whose outcomes it
 // keeps and replays. It costs no allocation when inlined into a caller that does not keep it, one small one otherwise. A bad scope (empty,
 // over the store's MaxScopeBytes, invalid UTF-8, a NUL byte) is reported by
-// every call of the returned executor, which then runs nothing.
+// every call of the returned executor, which then runs nothing; so is an
+// Idempotent that New did not make (nil, such as one left by an ignored
+// error, or zero), with an *InputError.
 func (e *Idempotent) ForScope(scope string) *Scoped {
 	return &Scoped{e: e, scope: scope, err: e.checkScope(scope)}
 }
@@ -89,10 +91,28 @@ func (e *Idempotent) ForScope(scope string) *Scoped {
 // call (ForScope(run).Execute(…)) lives on its stack, not the heap.
 //
 //go:noinline
-func (e *Idempotent) checkScope(scope string) error { return e.limits.CheckScope(scope) }
+func (e *Idempotent) checkScope(scope string) error {
+	if e == nil || e.inner == nil {
+		return errNotMade("executor", "New")
+	}
+	return e.limits.CheckScope(scope)
+}
 
-// Scope returns the scope (run) whose outcomes this executor keeps.
-func (s *Scoped) Scope() string { return s.scope }
+// errNotMade is the error of an Idempotent or Scoped that its constructor
+// did not make: it has no tools, store or flights to run a call with, and
+// using them would panic.
+func errNotMade(what, constructor string) error {
+	return &contract.InputError{Field: what, Problem: "not made by " + constructor + " (nil or zero)"}
+}
+
+// Scope returns the scope (run) whose outcomes this executor keeps; "" for
+// a nil Scoped.
+func (s *Scoped) Scope() string {
+	if s == nil {
+		return ""
+	}
+	return s.scope
+}
 
 var _ Executor = (*Scoped)(nil)
 
@@ -115,6 +135,9 @@ var _ Executor = (*Scoped)(nil)
 //   - any other error is the tool's own transient failure (not stored) or
 //     the store's (store.ErrUnavailable, store.ErrRefused).
 func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {
+	if s == nil || s.e == nil {
+		return Result{}, errNotMade("scoped executor", "Idempotent.ForScope")
+	}
 	if s.e.cfg.Observer != nil && ctx != nil {
 		return s.executeObserved(ctx, call)
 	}
@@ -128,8 +151,12 @@ func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {
 	return s.execute(ctx, call, ent, fresh)
 }
 
-// check refuses a nil context or a bad scope before anything else.
+// check refuses a Scoped that ForScope did not make, a nil context or a
+// bad scope before anything else.
 func (s *Scoped) check(ctx context.Context) error {
+	if s == nil || s.e == nil {
+		return errNotMade("scoped executor", "Idempotent.ForScope")
+	}
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
 	}
@@ -243,5 +270,12 @@ func (s *Scoped) callInfo(ent store.Entry, c store.Claim, takenOver bool) CallIn
 }
 
 // Err returns the problem with the scope (empty, too long, invalid UTF-8, a
-// NUL byte), which every call of s reports; nil for a good scope.
-func (s *Scoped) Err() error { return s.err }
+// NUL byte) or with s itself (not made by ForScope, or of an Idempotent
+// that New did not make), which every call of s reports; nil for a good
+// scope.
+func (s *Scoped) Err() error {
+	if s == nil || s.e == nil {
+		return errNotMade("scoped executor", "Idempotent.ForScope")
+	}
+	return s.err
+}

@@ -156,6 +156,21 @@ func TestConfigDurationsAtTheMaximumWork(t *testing.T) {
 	require.EqualValues(t, 1, b.tool.runs.Load())
 }
 
+// A zero slog.Logger has no handler, so its first line panics: New refuses
+// it with a ConfigError naming the field, instead of the first call that
+// logs panicking.
+func TestZeroLoggerGivesAConfigError(t *testing.T) {
+	t.Parallel()
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	var e *Idempotent
+	require.NotPanics(t, func() { e, err = New(&countingTool{}, st, &Config{Logger: &slog.Logger{}}) })
+	var cfgErr *contract.ConfigError
+	require.ErrorAs(t, err, &cfgErr)
+	require.Equal(t, "Logger", cfgErr.Field)
+	require.True(t, e == nil, "no executor")
+}
+
 func TestDefaultLoggerDiscards(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)

@@ -97,7 +97,7 @@ func errNotPrepared() error {
 // otherwise held until its lease ends.
 func (s *Scoped) Prepare(ctx context.Context, calls []Call) ([]Prepared, error) {
 	preps, err := s.prepare(ctx, calls)
-	if s.e.cfg.Observer != nil && ctx != nil {
+	if s != nil && s.e != nil && s.e.cfg.Observer != nil && ctx != nil {
 		s.observePrepared(ctx, preps)
 	}
 	return preps, err
@@ -211,7 +211,7 @@ func (p *Prepared) Run(ctx context.Context) (Result, error) {
 	if p == nil {
 		return Result{}, errNotPrepared()
 	}
-	if p.s != nil && p.s.e.cfg.Observer != nil && ctx != nil && p.Err == nil && !p.Replayed {
+	if p.s != nil && p.s.e != nil && p.s.e.cfg.Observer != nil && ctx != nil && p.Err == nil && !p.Replayed {
 		return p.runObserved(ctx)
 	}
 	return p.run(ctx)

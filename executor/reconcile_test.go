@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -208,5 +209,86 @@ func TestOutcomeWriteSurvivesCallerCancellation(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.Replayed)
 		require.Zero(t, b.st.Stats().Waits)
+	})
+}
+
+// A Reconcile that panics or ends its goroutine (runtime.Goexit) has not
+// said whether the side effect happened: the claim is kept until its lease
+// ends, as after a Reconcile that returned an error, so that the next call
+// asks again instead of running the tool at once.
+func TestReconcilerThatPanicsOrExitsKeepsTheClaimUntilItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	ends := map[string]func(){
+		"panic":  func() { panic("reconcile blew up") },
+		"Goexit": runtime.Goexit,
+	}
+	for end, stop := range ends {
+		for _, when := range []string{"on takeover", "after an unknown outcome"} {
+			t.Run(end+" "+when, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, nil)
+				tool := &reconcilingTool{}
+				tool.behave = func(context.Context, Call) (Result, error) { return Result{}, errTimeout }
+				notFound := func(context.Context, Call) (Result, bool, error) { return Result{}, false, nil }
+				tool.reconcile = func(context.Context, Call) (Result, bool, error) {
+					tool.reconcile = notFound // only the first one ends badly
+					stop()
+					return Result{}, false, nil
+				}
+				cfg := &Config{MaxWait: time.Millisecond}
+				exec := b.newExec(t, tool, cfg)
+				c := call("charge", `{"amount":5}`)
+				if when == "on takeover" {
+					crashedHolder(t, b, c)
+				}
+
+				ended := make(chan any, 1)
+				go func() {
+					defer func() { ended <- recover() }()
+					_, _ = exec.Execute(context.Background(), c)
+				}()
+				select {
+				case p := <-ended:
+					if end == "panic" {
+						require.Equal(t, "reconcile blew up", p, "the panic goes on")
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("Execute never ended")
+				}
+				runs := tool.runs.Load()
+				require.EqualValues(t, 1, tool.reconciles.Load())
+
+				_, err := exec.Execute(bounded(t), c)
+				require.ErrorIs(t, err, store.ErrInFlight, "the claim is kept: nothing runs while its lease lasts")
+				require.Equal(t, runs, tool.runs.Load())
+
+				// Once the lease ends, the next caller takes over and asks again.
+				b.clock.Advance(DefaultLease + time.Second)
+				tool.reconcile = func(context.Context, Call) (Result, bool, error) {
+					return Result{Output: []byte("charged")}, true, nil
+				}
+				res, err := exec.Execute(bounded(t), c)
+				require.NoError(t, err)
+				require.Equal(t, []byte("charged"), res.Output)
+				require.Equal(t, runs, tool.runs.Load(), "reconciled, not run again")
+				require.EqualValues(t, 2, tool.reconciles.Load())
+			})
+		}
+	}
+}
+
+// Outside an idempotent call there is no call info and no downstream key,
+// also for a nil context: asking never panics.
+func TestDownstreamKeyOfANilContextIsEmptyNotAPanic(t *testing.T) {
+	t.Parallel()
+	require.NotPanics(t, func() {
+		var nilCtx context.Context // a variable, so that vet does not refuse the test
+		require.Empty(t, DownstreamKey(nilCtx))
+		info, ok := CallInfoFrom(nilCtx)
+		require.False(t, ok)
+		require.Zero(t, info)
+
+		ctx := WithCallInfo(nilCtx, CallInfo{DownstreamKey: "dk"})
+		require.Equal(t, "dk", DownstreamKey(ctx), "a nil parent is taken as context.Background()")
 	})
 }

@@ -12,7 +12,8 @@ type Clock interface {
 	// or later; a t not after Now fires at once. It takes an absolute time,
 	// not a duration, so that a caller that computed t from an earlier Now
 	// can never miss a deadline the clock passed in between. A relative
-	// timer is c.TimerAt(c.Now().Add(d)).
+	// timer is c.TimerAt(c.Now().Add(d)). It must not return nil: Wait
+	// then fails with a *contract.ConfigError naming the Clock.
 	TimerAt(t time.Time) Timer
 }
 

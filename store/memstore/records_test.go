@@ -256,3 +256,29 @@ func TestSystemClockTimers(t *testing.T) {
 	pending := c.TimerAt(c.Now().Add(time.Hour))
 	require.True(t, pending.Stop())
 }
+
+// nilTimerClock is a Clock of one's own that breaks its contract: its
+// TimerAt returns no timer.
+type nilTimerClock struct{ memstore.Clock }
+
+func (nilTimerClock) TimerAt(time.Time) memstore.Timer { return nil }
+
+// A Clock whose TimerAt returns a nil Timer makes Wait fail with a
+// ConfigError naming the Clock, instead of panicking in the caller's wait;
+// the claim waited for is left as it was.
+func TestClockWithoutATimerIsAConfigErrorNotAPanic(t *testing.T) {
+	t.Parallel()
+	s, err := memstore.New(&memstore.Config{Clock: nilTimerClock{memstore.SystemClock()}})
+	require.NoError(t, err)
+	ctx, e := context.Background(), entry("waited")
+	cr, err := s.Claim(ctx, "run", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.NotPanics(t, func() {
+		err = s.Wait(ctx, "run", e.Key, cr.Claim.Token)
+	})
+	var cfgErr *contract.ConfigError
+	require.ErrorAs(t, err, &cfgErr)
+	require.Equal(t, "Clock", cfgErr.Field)
+	_, err = s.Complete(ctx, cr.Claim, success("done"))
+	require.NoError(t, err, "the claim is still held")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -36,6 +37,11 @@ func (s *Store) Wait(ctx context.Context, scopeName string, key keyhash.Sum, tok
 	sh.mu.RUnlock()
 
 	timer := s.clock.TimerAt(until)
+	if nilness.IsNil(timer) {
+		// A Clock of one's own that breaks its contract: a nil Timer
+		// would panic below, in the caller's wait.
+		return &contract.ConfigError{Config: configName, Field: "Clock", Problem: "TimerAt returned a nil Timer"}
+	}
 	defer timer.Stop()
 	select {
 	case <-changed:
