@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -200,4 +201,16 @@ func TestTypedErrorsUnwrapToTheirSentinels(t *testing.T) {
 	require.ErrorIs(t, &contract.RefusedError{Err: driver}, driver)
 	long := strings.Repeat("s", 100_000)
 	require.Less(t, len((&contract.LeaseLostError{Scope: long}).Error()), 400, "a long scope is quoted bounded")
+}
+
+// A zero slog.Logger has no handler and panics on its first line: every
+// config refuses it through CheckLogger; nil (discard) and a real logger
+// pass.
+func TestCheckLoggerRefusesAZeroLogger(t *testing.T) {
+	t.Parallel()
+	var ce *contract.ConfigError
+	require.ErrorAs(t, contract.CheckLogger("x.Config", &slog.Logger{}), &ce)
+	require.Equal(t, "Logger", ce.Field)
+	require.NoError(t, contract.CheckLogger("x.Config", nil))
+	require.NoError(t, contract.CheckLogger("x.Config", slog.New(slog.DiscardHandler)))
 }

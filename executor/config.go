@@ -165,10 +165,8 @@ func (c Config) validate() error {
 	); err != nil {
 		return err
 	}
-	if c.Logger.Handler() == nil {
-		// A zero slog.Logger has no handler: its first line would panic,
-		// on the call path, long after New.
-		return &contract.ConfigError{Config: configName, Field: "Logger", Problem: "has no handler (a zero slog.Logger): make it with slog.New"}
+	if err := contract.CheckLogger(configName, c.Logger); err != nil {
+		return err
 	}
 	if c.Observer != nil && nilness.IsNil(c.Observer) {
 		return &contract.ConfigError{Config: configName, Field: "Observer", Problem: "a nil pointer in a non-nil interface"}

@@ -229,6 +229,9 @@ func settle(c *Config, lim store.Limits) (settings, error) {
 	if err := checkConfig(in, &s, lim); err != nil {
 		return settings{}, err
 	}
+	if err := contract.CheckLogger(configName, in.Logger); err != nil {
+		return settings{}, err
+	}
 	s.header = textproto.CanonicalMIMEHeaderKey(s.header)
 	s.replayedHeader = textproto.CanonicalMIMEHeaderKey(s.replayedHeader)
 	fp := in.FingerprintHeaders

@@ -1,6 +1,7 @@
 package httpidem_test
 
 import (
+	"log/slog"
 	"math"
 	"net/http"
 	"strings"
@@ -28,6 +29,7 @@ func TestNewRefusesConfigsThatMakeNoSense(t *testing.T) {
 		"MaxWait":          {MaxWait: -1},
 		"RetryAfter":       {RetryAfter: -1},
 		"Methods":          {Methods: []string{}},
+		"Logger":           {Logger: &slog.Logger{}}, // no handler: its first line panicked
 		"HeaderName":       {HeaderName: "Idempotency Key"},
 		"ReplayedHeader":   {ReplayedHeader: "a:b"},
 		"ReplayHeaders":    {ReplayHeaders: []string{"Content-Length"}},

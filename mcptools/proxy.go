@@ -80,6 +80,9 @@ func NewProxy(ctx context.Context, upstream *mcp.ClientSession, cfg *ProxyConfig
 	if cfg.Store == nil {
 		return nil, &contract.ConfigError{Config: "mcptools.ProxyConfig", Field: "Store", Problem: "required"}
 	}
+	if err := contract.CheckLogger("mcptools.ProxyConfig", cfg.Logger); err != nil {
+		return nil, err
+	}
 	caller, err := NewCaller(upstream)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/internal/mcptest"
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/mcptools"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -33,6 +35,19 @@ func setupProxy(t *testing.T) *proxyBundle {
 	p, err := mcptools.NewProxy(testContext(t), up.session, &mcptools.ProxyConfig{Store: st})
 	require.NoError(t, err)
 	return &proxyBundle{upstream: up, proxy: p, st: st}
+}
+
+// A zero slog.Logger (no handler) is refused by NewProxy: taken, the
+// proxy's first warning panicked.
+func TestNewProxyRefusesAZeroLogger(t *testing.T) {
+	t.Parallel()
+	up := startServer(t, nil)
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	_, err = mcptools.NewProxy(testContext(t), up.session, &mcptools.ProxyConfig{Store: st, Logger: &slog.Logger{}})
+	var ce *contract.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Logger", ce.Field)
 }
 
 // connect opens a client session to the proxy over an in-memory

@@ -126,6 +126,9 @@ func (c Config) validate() error {
 	cfgErr := func(field, problem string) error {
 		return &contract.ConfigError{Config: configName, Field: field, Problem: problem}
 	}
+	if err := contract.CheckLogger(configName, c.Logger); err != nil {
+		return err
+	}
 	switch {
 	case nilness.IsNil(c.Model):
 		return cfgErr("Model", "required")

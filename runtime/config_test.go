@@ -35,6 +35,8 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"negative step output", &agent.Config{Model: model, MaxStepOutput: -1}, "runtime.Config", "MaxStepOutput"},
 		{"nil gate", &agent.Config{Model: model, QualityGates: []agent.Gate{nil}}, "runtime.Config", "QualityGates"},
 		{"nil observer", &agent.Config{Model: model, Observers: []agent.Observer{nil}}, "runtime.Config", "Observers"},
+		// A zero slog.Logger has no handler: its first line panicked.
+		{"zero logger", &agent.Config{Model: model, Logger: &slog.Logger{}}, "runtime.Config", "Logger"},
 		// Typed nils (a model left nil by an ignored constructor error)
 		// passed the checks and panicked mid-run.
 		{"typed nil model", &agent.Config{Model: agent.ModelFunc(nil)}, "runtime.Config", "Model"},

@@ -193,6 +193,9 @@ func (c *Config) validate() error {
 		}
 		return &contract.ConfigError{Config: configName, Field: "Schema", Problem: problem}
 	}
+	if err := contract.CheckLogger(configName, c.Logger); err != nil {
+		return err
+	}
 	if err := contract.CheckConfigDurations(configName,
 		contract.Field{Name: "DefaultScopeTTL", D: c.DefaultScopeTTL},
 		contract.Field{Name: "PollInterval", D: c.PollInterval},

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -219,6 +220,7 @@ func TestNewRejectsNonsenseRetryAndPoolSettings(t *testing.T) {
 		"RetryBackoff":    {RetryBackoff: -time.Millisecond},
 		"MaxRetryBackoff": {RetryBackoff: time.Second, MaxRetryBackoff: time.Millisecond},
 		"AcquireTimeout":  {AcquireTimeout: -time.Second},
+		"Logger":          {Logger: &slog.Logger{}}, // no handler: its first line panicked
 	} {
 		cfg.Schema = schema
 		_, err := pgstore.New(context.Background(), pool, &cfg)
