@@ -136,6 +136,7 @@ type Config struct {
 	// Logger receives the store's operational messages (listener
 	// reconnects, released claims with their cause, retries, writes settled
 	// by reading them back). Defaults to a logger that discards everything.
+	// A zero slog.Logger (no handler) is refused.
 	Logger *slog.Logger
 }
 
@@ -208,6 +209,11 @@ func (c *Config) validate() error {
 	}
 	if err := c.Limits.Validate(configName); err != nil {
 		return err
+	}
+	if c.Logger.Handler() == nil {
+		// A zero slog.Logger has no handler: its first line (a retry, a
+		// listener reconnect) would panic, long after New.
+		return &contract.ConfigError{Config: configName, Field: "Logger", Problem: "has no handler (a zero slog.Logger): make it with slog.New"}
 	}
 	if c.Sealer != nil && len(c.Sealer.KeyIDs()) == 0 {
 		return &contract.ConfigError{Config: configName, Field: "Sealer", Problem: "holds no key: make it with seal.New"}
