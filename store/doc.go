@@ -8,7 +8,9 @@
 //   - the first outcome stored for a key wins and is never overwritten;
 //   - a replay returns exactly the stored bytes;
 //   - an exclusive claim has a lease and a fencing token; Complete, Release
-//     and Renew succeed only with the current token;
+//     and Renew succeed only with the current token (a stale one gets
+//     ErrLeaseLost; a token no store grants, 0 or negative, is an
+//     *InputError, a bad call);
 //   - a claim whose lease expired may be taken over with a new token;
 //   - a released claim (a failed call) leaves a StatusReleased record with
 //     its attempts and last error for operators; it is never replayed and

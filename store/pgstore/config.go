@@ -136,6 +136,7 @@ type Config struct {
 	// Logger receives the store's operational messages (listener
 	// reconnects, released claims with their cause, retries, writes settled
 	// by reading them back). Defaults to a logger that discards everything.
+	// A zero slog.Logger (no handler) is refused.
 	Logger *slog.Logger
 }
 

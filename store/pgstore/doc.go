@@ -66,8 +66,16 @@
 // claim or a mismatch, is one primary-key read and writes nothing; a Claim
 // that claims reads, then claims: two, or one with WriteOptions.LikelyNew
 // (the executor's hint for a call new to its process), which inserts the
-// claim when the read finds no record. ExtendScope and DeleteScope are a short
+// claim when the read finds no record. With Config.ConfirmReads a ClaimMany
+// or Put that finds stored outcomes confirms them with one more statement,
+// and the LikelyNew hint is not used. ExtendScope and DeleteScope are a short
 // transaction. RemoveExpired is one statement on plain PostgreSQL.
+//
+// Limits. Config.Limits are the store's (store.Limits), checked before
+// anything is sent. New refuses, with a *store.ConfigError, a MaxScopeBytes
+// over MaxScopeBytesLimit (a scope must fit a primary-key entry) and a
+// MaxResultBytes plus MaxToolBytes over MaxResultAndToolBytes (1 GiB less
+// 1 MiB: one statement carries at most 1 GiB to PostgreSQL).
 //
 // Citus. Distribute the schema with migrations.Distribute: the tables are
 // hash-distributed by scope and colocated, and the functions are delegated
