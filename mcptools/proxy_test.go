@@ -12,9 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/internal/mcptest"
-	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/mcptools"
 	"github.com/idemstore/idemstore/store/memstore"
 )
