@@ -79,6 +79,8 @@ type Config struct {
 	// MaxWait bounds, over all its waits, how long an identical caller waits
 	// for another caller's call in flight (ModeExclusive); past it the caller
 	// gets an *store.InFlightError and the call is not run a second time.
+	// Each caller has its own: one waiting in-process behind an identical
+	// call whose caller gives up carries on for the rest of its own.
 	// Defaults to DefaultMaxWait.
 	MaxWait time.Duration
 	// WriteTimeout bounds each outcome write (Complete, Release, Put). Those

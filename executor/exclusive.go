@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,9 +37,12 @@ func (s *Scoped) lead(ctx context.Context, call Call, ent store.Entry, fresh boo
 	rerun := true
 	defer func() { s.e.flights.land(s.scope, ent, f, res, err, rerun) }()
 	res, released, err := s.claimAndRun(ctx, call, ent, fresh, waited)
-	// A leader whose own context ended has no outcome to share: its
-	// followers carry on by themselves.
-	rerun = released || (err != nil && ctx.Err() != nil)
+	// A leader whose own context ended, or whose own wait budget ran out
+	// (an InFlightError: another caller's claim is still live), has no
+	// outcome to share: its followers carry on by themselves, each within
+	// its own context and MaxWait, which a caller that joined later has
+	// not used up.
+	rerun = released || (err != nil && (ctx.Err() != nil || errors.Is(err, store.ErrInFlight)))
 	return res, err
 }
 

@@ -296,3 +296,37 @@ func TestFollowersRunTheCallWhenTheLeadersToolPanics(t *testing.T) {
 	require.EqualValues(t, 2, b.tool.runs.Load())
 	require.Equal(t, 1, b.calls.counts()["Release"])
 }
+
+// A caller that joined an identical call in flight later than its leader
+// waits its own MaxWait, not what is left of the leader's: when the leader
+// gives up (InFlightError, another process's claim still live), the
+// follower carries on within its own budget and replays the outcome that
+// arrives within it. It used to get the leader's InFlightError at once.
+func TestFollowerWaitsItsOwnMaxWaitWhenTheLeaderGivesUp(t *testing.T) {
+	t.Parallel()
+	const maxWait = 600 * time.Millisecond
+	b := setup(t, &Config{MaxWait: maxWait})
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"ada"}`)
+	ent := entryOf(t, b.exec, c)
+	held, err := b.st.Claim(ctx, testScope, ent, time.Hour, store.WriteOptions{}) // another process's live claim
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, held.State)
+
+	leader := goCallers(ctx, b.exec, c, 1)
+	time.Sleep(maxWait / 2)
+	follower := goCallers(ctx, b.exec, c, 1)
+	awaitFollowers(t, b.exec, c, 1)
+
+	first := collect(t, leader, 1)[0]
+	var inFlight *store.InFlightError
+	require.ErrorAs(t, first.err, &inFlight, "the leader's MaxWait ran out")
+	_, err = b.st.Complete(ctx, held.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte(`{"sent":true}`)})
+	require.NoError(t, err)
+
+	second := collect(t, follower, 1)[0]
+	require.NoError(t, second.err, "the follower had half its MaxWait left")
+	require.True(t, second.res.Replayed)
+	require.JSONEq(t, `{"sent":true}`, string(second.res.Output))
+	require.Zero(t, b.tool.runs.Load())
+}
