@@ -314,6 +314,11 @@ func TestFollowerWaitsItsOwnMaxWaitWhenTheLeaderGivesUp(t *testing.T) {
 	require.Equal(t, store.ClaimGranted, held.State)
 
 	leader := goCallers(ctx, b.exec, c, 1)
+	// The follower joins half a MaxWait later: the elapsed time is what
+	// the test is about (its own budget outlasts the leader's); the order
+	// is made sure by awaitFollowers. Were the machine to stall past the
+	// leader's MaxWait here, the follower would lead a fresh wait and the
+	// test would still pass: it cannot fail falsely.
 	time.Sleep(maxWait / 2)
 	follower := goCallers(ctx, b.exec, c, 1)
 	awaitFollowers(t, b.exec, c, 1)
