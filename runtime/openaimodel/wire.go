@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/internal/oneline"
 	agent "github.com/idemstore/idemstore/runtime"
 )
 
@@ -273,13 +273,4 @@ func jsonText(raw json.RawMessage) string {
 
 // cut returns s, or its first maxServerMessage bytes (at a rune boundary)
 // and its length.
-func cut(s string) string {
-	if len(s) <= maxServerMessage {
-		return s
-	}
-	n := maxServerMessage
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
-}
+func cut(s string) string { return oneline.Cut(s, maxServerMessage) }
