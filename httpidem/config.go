@@ -283,7 +283,8 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 		// Only a default RenewEvery (Lease/3) can be zero: a lease of 1 or
 		// 2ns leaves no interval to renew at, and a zero interval would
 		// crash the renewal timer.
-		return cfgErr("Lease", fmt.Sprintf("%s is too short to be renewed (RenewEvery would be 0)", s.lease))
+		// Worded as the executor's refusal of the same lease.
+		return cfgErr("Lease", fmt.Sprintf("%s is too short to renew (Lease/3 is 0)", s.lease))
 	case s.renewEvery >= s.lease:
 		return cfgErr("RenewEvery", fmt.Sprintf("%s is not shorter than the lease (%s)", s.renewEvery, s.lease))
 	// Subtracting from the store's limit, not adding to the key's, so that

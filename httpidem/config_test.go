@@ -102,7 +102,9 @@ func TestNewRefusesHugeOrConflictingConfigsInsteadOfFailingLater(t *testing.T) {
 		require.Equal(t, c.field, ce.Field, name)
 		require.ErrorIs(t, err, contract.ErrInvalidInput, name)
 	}
-	_, err := httpidem.New(st, &httpidem.Config{Lease: 3})
+	_, err := httpidem.New(st, &httpidem.Config{Lease: 2})
+	require.ErrorContains(t, err, "too short to renew", "worded as the executor's refusal")
+	_, err = httpidem.New(st, &httpidem.Config{Lease: 3})
 	require.NoError(t, err, "the shortest lease that can be renewed")
 	_, err = httpidem.New(st, &httpidem.Config{ReplayedHeader: "X-Replayed", ReplayHeaders: []string{}})
 	require.NoError(t, err)

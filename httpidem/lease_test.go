@@ -2,6 +2,7 @@ package httpidem_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -154,4 +155,36 @@ func TestACorruptStoredResponseGets500(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, a.Status)
 	require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code)
 	require.Zero(t, h.runs.Load(), "a stored outcome is never run over")
+}
+
+// A renewal was bounded by the renewal interval: with a lease of 3ns (1ns
+// between renewals) every renewal timed out before it reached the store, a
+// warning was logged each time, thousands in a few milliseconds, and the
+// lease was never renewed. The shortest lease New takes renews like any
+// other.
+func TestATinyLeaseRenewsWithoutFloodingTheLog(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		var logs syncBuffer
+		ws := watch(b.st)
+		m := newMiddleware(t, ws, &httpidem.Config{Lease: 3, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		// Renewed, three renewals come at once; the bound only ends the
+		// test sooner when they never come.
+		ctx, cancel := context.WithTimeout(testContext(t), 10*time.Second)
+		defer cancel()
+		srv := serve(t, m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for range 3 {
+				select {
+				case <-ws.renews:
+				case <-ctx.Done():
+					http.Error(w, "no renewal", http.StatusInternalServerError)
+					return
+				}
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		require.Equal(t, http.StatusCreated, a.Status, a.Body)
+		require.NotContains(t, logs.String(), "renewal failed")
+	})
 }

@@ -42,9 +42,12 @@ func (r *renewal) run() {
 	t := time.NewTicker(r.m.cfg.renewEvery)
 	defer t.Stop()
 	for {
-		// A renewal that takes longer than the interval is no use: the
-		// next one is due.
-		wctx, cancel := context.WithTimeout(r.ctx, r.m.cfg.renewEvery)
+		// Bounded as the other writes of a request's outcome, not by the
+		// interval: an interval shorter than a round trip to the store (a
+		// lease of a few nanoseconds, a RenewEvery of microseconds) timed
+		// every renewal out, so the lease was never renewed and a warning
+		// was logged on every tick, in a tight loop.
+		wctx, cancel := context.WithTimeout(r.ctx, outcomeTimeout)
 		nc, err := r.m.st.Renew(wctx, r.claim, r.m.cfg.lease)
 		cancel()
 		switch {
