@@ -36,8 +36,10 @@
 // Not stored (the claim is released, and a retry runs the handler again): a
 // 5xx, a 4xx unless Config.Store4xx, a handler that panics, a response over
 // Config.MaxResponseBytes, a streamed one (the handler flushed, hijacked
-// the connection or switched protocols), one with trailers. Such responses
-// still reach the client as the handler wrote them.
+// the connection or switched protocols), one with trailers, one whose
+// WriteHeader code is outside 100-999 (passed on at once: net/http's
+// writer panics on it). Such responses still reach the client as the
+// handler wrote them.
 //
 // # Principal and scope
 //

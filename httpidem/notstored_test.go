@@ -364,3 +364,58 @@ type noFlusher struct{ w http.ResponseWriter }
 func (n noFlusher) Header() http.Header         { return n.w.Header() }
 func (n noFlusher) Write(p []byte) (int, error) { return n.w.Write(p) }
 func (n noFlusher) WriteHeader(code int)        { n.w.WriteHeader(code) }
+
+// A status outside 100-999 is no status: net/http's writer panics on it.
+// The middleware took WriteHeader(0) as "not yet" and stored the response
+// as a 200 (and any other such code as itself), so every retry replayed
+// what no server would have sent. It now passes the call on: under
+// net/http the handler panics as it would without the middleware, its
+// claim is released and the retry runs it again; a writer that takes the
+// code gets the response as it comes, and nothing is stored.
+func TestAStatusOutsideTheStatusCodesIsPassedOnAndNeverStored(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{0, -1, 99, 1000} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			t.Parallel()
+			eachStore(t, func(t *testing.T, b *backend) {
+				h := &flaky{fails: 1, fail: func(w http.ResponseWriter, _ int64) {
+					w.WriteHeader(code)
+					_, _ = io.WriteString(w, "no status")
+				}}
+				srv := serve(t, newMiddleware(t, b.st, nil), h)
+				_, err := trySend(testContext(t), srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+				require.Error(t, err, "net/http panics on the code and ends the connection, as without the middleware")
+				rec, found := b.record(t, "", "k")
+				require.True(t, found)
+				require.Equal(t, store.StatusReleased, rec.Status, "the claim was released, nothing stored")
+
+				again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+				require.Equal(t, http.StatusCreated, again.Status)
+				require.Empty(t, again.Header.Get("Idempotent-Replayed"), "the handler ran again")
+
+				// A writer that does not panic on the code gets it, and
+				// the rest, as the handler wrote them.
+				tolerant := &codeRecorder{h: http.Header{}}
+				r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+				r.Header.Set("Idempotency-Key", sfKey("k2"))
+				newMiddleware(t, b.st, nil).Wrap(&flaky{fails: 1, fail: h.fail}).ServeHTTP(tolerant, r)
+				require.Equal(t, []int{code}, tolerant.codes)
+				require.Equal(t, "no status", tolerant.body.String())
+				rec, found = b.record(t, "", "k2")
+				require.True(t, found)
+				require.Equal(t, store.StatusReleased, rec.Status)
+			})
+		})
+	}
+}
+
+// codeRecorder is a ResponseWriter that takes any status code.
+type codeRecorder struct {
+	h     http.Header
+	codes []int
+	body  strings.Builder
+}
+
+func (c *codeRecorder) Header() http.Header         { return c.h }
+func (c *codeRecorder) WriteHeader(code int)        { c.codes = append(c.codes, code) }
+func (c *codeRecorder) Write(p []byte) (int, error) { return c.body.Write(p) }

@@ -43,11 +43,20 @@ func (r *recorder) Header() http.Header { return r.w.Header() }
 
 // WriteHeader holds the final status back. Informational statuses (1xx
 // but 101) go out at once, as net/http sends them; 101 Switching Protocols
-// ends what can be stored.
+// ends what can be stored. A code outside 100-999 is passed on at once and
+// ends what can be stored: net/http's writer panics on it, so the handler
+// fails as it would without the middleware (and its claim is released),
+// while a writer that takes it gets the response as the handler writes it.
+// (Held back, a 0 read as "no status yet" and was stored as a 200.)
 func (r *recorder) WriteHeader(code int) {
 	switch {
 	case r.status != 0:
 		return // superfluous, as net/http ignores it
+	case code < 100 || code > 999:
+		r.through = true
+		r.unsaved = fmt.Sprintf("status %d is not a status code", code)
+		r.w.WriteHeader(code)
+		return
 	case code == http.StatusSwitchingProtocols:
 		r.status = code
 		r.passThrough("switching protocols")
@@ -101,7 +110,9 @@ func (r *recorder) keep(name string, vals []string) {
 // Write holds p back while the body fits MaxResponseBytes; past it the
 // response goes out as it comes and is not stored.
 func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
+	if r.status == 0 && !r.through {
+		// Passing through, the writer underneath decides (a status it
+		// took, a hijacked connection).
 		r.WriteHeader(http.StatusOK)
 	}
 	if !bodyAllowed(r.status) {
@@ -126,7 +137,7 @@ func (r *recorder) FlushError() error {
 	if !reaches[http.Flusher](r.w) {
 		return fmt.Errorf("httpidem: flush: %w", http.ErrNotSupported)
 	}
-	if r.status == 0 {
+	if r.status == 0 && !r.through {
 		r.WriteHeader(http.StatusOK)
 	}
 	r.passThrough("the handler flushed (a streamed response)")
