@@ -200,3 +200,31 @@ func TestA413NamesTheLimitTheBodyHit(t *testing.T) {
 	require.Contains(t, p.Detail, "limit of 10 bytes")
 	require.Zero(t, h.runs.Load())
 }
+
+// A request built by hand and given to ServeHTTP may have no URL (or be
+// nil): the fingerprint read its path and panicked. It is answered 400
+// with CodeRequestMalformed before any record is touched, and Fingerprint
+// takes such a request without a panic.
+func TestARequestWithoutAURLGets400AndClaimsNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		h := &orders{}
+		wrapped := newMiddleware(t, b.st, nil).Wrap(h)
+		noURL := &http.Request{Method: http.MethodPost, Header: http.Header{"Idempotency-Key": {sfKey("k")}}, Body: io.NopCloser(strings.NewReader(`{}`))}
+		for name, r := range map[string]*http.Request{"no URL": noURL, "nil request": nil} {
+			w := httptest.NewRecorder()
+			require.NotPanics(t, func() { wrapped.ServeHTTP(w, r) }, name)
+			a := answer{Status: w.Code, Header: w.Header(), Body: w.Body.String()}
+			require.Equal(t, http.StatusBadRequest, a.Status, name)
+			require.Equal(t, httpidem.CodeRequestMalformed, problemOf(t, a).Code, name)
+		}
+		require.Zero(t, h.runs.Load())
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "no claim is left behind")
+
+		require.NotPanics(t, func() {
+			require.Equal(t, httpidem.Fingerprint(&http.Request{}, nil, nil), httpidem.Fingerprint(nil, nil, nil))
+			httpidem.Fingerprint(noURL, []byte(`{}`), httpidem.DefaultFingerprintHeaders)
+		})
+	})
+}

@@ -18,7 +18,7 @@
 //
 //   - 400 (application/problem+json, RFC 9457; see Problem) when the key is
 //     missing (unless Config.AllowMissingKey), malformed, empty or over
-//     Config.MaxKeyBytes;
+//     Config.MaxKeyBytes, or the request has no URL (one built by hand);
 //   - 413 when the body is over Config.MaxBodyBytes. The body is read once,
 //     bounded, before any record is touched: nothing is stored;
 //   - the stored response, replayed, when the key has one and the request

@@ -40,6 +40,10 @@ const FingerprintVersion = "httpidem/request/v1"
 // Length prefixes make the encoding unambiguous: no two different requests
 // have the same bytes. The principal is not part of it: it is part of the
 // key's scope, so two principals' requests never meet.
+//
+// A nil r, or an r with a nil URL, has empty parts where it has nothing,
+// rather than a panic; the middleware answers such a request 400
+// (CodeRequestMalformed) before it fingerprints it.
 func Fingerprint(r *http.Request, body []byte, headers []string) keyhash.Sum {
 	h := sha256.New()
 	var n [8]byte
@@ -48,13 +52,23 @@ func Fingerprint(r *http.Request, body []byte, headers []string) keyhash.Sum {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	partString(h, &n, r.Method)
-	partString(h, &n, r.URL.EscapedPath())
-	partString(h, &n, r.URL.RawQuery)
+	var (
+		method, path, query string
+		header              http.Header
+	)
+	if r != nil {
+		method, header = r.Method, r.Header
+		if r.URL != nil {
+			path, query = r.URL.EscapedPath(), r.URL.RawQuery
+		}
+	}
+	partString(h, &n, method)
+	partString(h, &n, path)
+	partString(h, &n, query)
 	for _, name := range headers {
 		name = textproto.CanonicalMIMEHeaderKey(name)
 		partString(h, &n, name)
-		vals := r.Header[name]
+		vals := header[name]
 		binary.BigEndian.PutUint64(n[:], 8)
 		h.Write(n[:])
 		binary.BigEndian.PutUint64(n[:], uint64(len(vals)))

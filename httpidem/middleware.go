@@ -81,6 +81,12 @@ type request struct {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if r == nil || r.URL == nil {
+		// Only a request built by hand comes so; its fingerprint and tool
+		// name read the URL, which would panic.
+		writeProblem(w, http.StatusBadRequest, CodeRequestMalformed, "The request has no URL.", "")
+		return
+	}
 	if !m.cfg.covers(r.Method) {
 		next.ServeHTTP(w, r)
 		return

@@ -37,6 +37,10 @@ const (
 	CodeBodyTooLarge = "request-body-too-large"
 	// CodeBodyUnreadable: the request body could not be read (400).
 	CodeBodyUnreadable = "request-body-unreadable"
+	// CodeRequestMalformed: the request has no URL, so it has no target
+	// to fingerprint (400). Only a request built by hand and given to
+	// ServeHTTP, never one a server read, can be so.
+	CodeRequestMalformed = "request-malformed"
 	// CodeStoreUnavailable: the store could not be reached (503).
 	CodeStoreUnavailable = "idempotency-store-unavailable"
 	// CodeInternal: a fault of the service (500): a bad principal, a
