@@ -28,13 +28,19 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 			return
 		}
 		// The handler panicked (or called runtime.Goexit). Nothing held
-		// back is sent, and the claim is released so that a retry runs
-		// the handler again, unless the handler stored its response
-		// itself first. The panic goes on to net/http, which ends the
-		// connection.
+		// back is sent, and the key is left as after a handler that
+		// returned: released so that a retry runs the handler again,
+		// unless the handler stored its response itself first. A
+		// response stored with CompleteTx is read back as on return: a
+		// transaction the panic rolled back left the claim pending until
+		// its lease ended, every retry meanwhile getting 409. The panic
+		// goes on to net/http, which ends the connection.
 		claim, _ := ren.stop()
-		if s := st.stored.Load(); s == storedNone || s == storedFailed {
+		switch st.stored.Load() {
+		case storedNone, storedFailed:
 			m.release(ctx, claim, "the handler panicked")
+		case storedInTx:
+			m.readBack(ctx, claim, "the handler panicked")
 		}
 	}()
 	next.ServeHTTP(rec, withBody(r, ctx, req.body))
@@ -58,7 +64,9 @@ func (m *Middleware) settle(ctx context.Context, st *run, rec *recorder, claim s
 		// The commit's fate is unknown: leave the claim to its lease.
 		return
 	case storedInTx:
-		m.readBack(ctx, st, rec, claim)
+		if m.readBack(ctx, claim, "the handler's transaction did not commit") {
+			m.checkSaid(ctx, st, rec)
+		}
 		return
 	case storedFailed:
 		m.release(ctx, claim, "not stored: the handler's transaction did not store or commit its response")
@@ -101,23 +109,25 @@ func (m *Middleware) settle(ctx context.Context, st *run, rec *recorder, claim s
 }
 
 // readBack finds out whether the transaction the handler stored its
-// response in (CompleteTx) committed: the key's record completed under
-// this claim's token means it did. If it did not, the claim is released.
-func (m *Middleware) readBack(ctx context.Context, st *run, rec *recorder, claim store.Claim) {
+// response in (CompleteTx) committed, and reports whether it did: the
+// key's record completed under this claim's token means it did. If it did
+// not, the claim is released, for cause.
+func (m *Middleware) readBack(ctx context.Context, claim store.Claim, cause string) bool {
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
 	got, err := m.st.Get(octx, claim.Scope, claim.Key)
 	switch {
 	case err == nil && got.Token == claim.Token:
-		m.checkSaid(ctx, st, rec)
+		return true
 	case err == nil:
 		// Another claim completed the key: this one's lease was lost.
 	case errors.Is(err, store.ErrNotFound):
-		m.release(octx, claim, "not stored: the handler's transaction did not commit")
+		m.release(octx, claim, "not stored: "+cause)
 	default:
 		m.cfg.log.LogAttrs(ctx, slog.LevelWarn, "httpidem: cannot tell whether the handler's transaction committed; the claim is left to its lease",
 			slog.String("scope", claim.Scope), slog.String("error", err.Error()))
 	}
+	return false
 }
 
 // checkSaid warns when a handler stored one response and sent another: the

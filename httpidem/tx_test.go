@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,11 @@ type txOrders struct {
 	commitItself, rollBack bool
 	// sendStatus, when set, is sent instead of the status stored.
 	sendStatus int
+	// panics is how many runs panic once their response is stored:
+	// before their own commit with commitItself (after it with
+	// panicAfterCommit), after CommitTx without.
+	panics           atomic.Int32
+	panicAfterCommit bool
 }
 
 func createOrdersTable(t *testing.T, b *backend) {
@@ -85,6 +91,9 @@ func (o *txOrders) place(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if err := httpidem.CompleteTx(ctx, tx, o.b.pg, resp); err != nil {
 			return err
 		}
+		if !o.panicAfterCommit && o.panics.Add(-1) >= 0 {
+			panic("after CompleteTx, before the commit")
+		}
 		if o.rollBack {
 			if err := tx.Rollback(ctx); err != nil {
 				return err
@@ -92,8 +101,16 @@ func (o *txOrders) place(ctx context.Context, w http.ResponseWriter, r *http.Req
 		} else if err := tx.Commit(ctx); err != nil {
 			return err
 		}
-	} else if err := httpidem.CommitTx(ctx, tx, o.b.pg, resp); err != nil {
-		return err
+		if o.panicAfterCommit && o.panics.Add(-1) >= 0 {
+			panic("after CompleteTx and the commit")
+		}
+	} else {
+		if err := httpidem.CommitTx(ctx, tx, o.b.pg, resp); err != nil {
+			return err
+		}
+		if o.panics.Add(-1) >= 0 {
+			panic("after CommitTx")
+		}
 	}
 	if o.sendStatus != 0 {
 		resp.Status = o.sendStatus
@@ -167,6 +184,45 @@ func TestAHandlerThatCommitsItselfIsReadBack(t *testing.T) {
 	require.True(t, found)
 	require.Equal(t, store.StatusReleased, rec.Status, "the read-back found nothing stored: the claim is released, not completed with what was sent")
 	require.Equal(t, 1, b.orderCount(t))
+}
+
+// A handler that panics once its response is stored in its transaction
+// leaves the key as its commit did, as one that returns does: committed,
+// the retry replays the stored response; rolled back by the panic, the
+// claim is released and the retry runs the handler. (The rolled-back claim
+// was left to its lease, and every retry got 409 until it ended.)
+func TestAHandlerThatPanicsAfterStoringLeavesTheKeyAsItsCommitDid(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	for name, c := range map[string]struct {
+		h        *txOrders
+		replayed bool
+	}{
+		"CompleteTx, panic before the commit": {&txOrders{b: b, commitItself: true}, false},
+		"CompleteTx, panic after the commit":  {&txOrders{b: b, commitItself: true, panicAfterCommit: true}, true},
+		"CommitTx, panic after it":            {&txOrders{b: b}, true},
+	} {
+		c.h.panics.Store(1)
+		srv := serve(t, newMiddleware(t, b.st, nil), c.h)
+		key := sfKey(name)
+		before := b.orderCount(t)
+		_, err := trySend(testContext(t), srv, http.MethodPost, "/orders", key, `{"item":"book"}`)
+		require.Error(t, err, "%s: the panic goes on to net/http, which ends the connection", name)
+
+		rec, found := b.record(t, "", name)
+		require.True(t, found, name)
+		again := send(t, srv, http.MethodPost, "/orders", key, `{"item":"book"}`)
+		require.Equal(t, http.StatusCreated, again.Status, name)
+		require.Equal(t, 1, b.orderCount(t)-before, "%s: one order", name)
+		if c.replayed {
+			require.Equal(t, store.StatusCompleted, rec.Status, name)
+			require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"), "%s: the retry replays what was committed", name)
+		} else {
+			require.Equal(t, store.StatusReleased, rec.Status, "%s: the claim was released, not left to its lease", name)
+			require.Empty(t, again.Header.Get("Idempotent-Replayed"), "%s: the retry runs the handler", name)
+		}
+	}
 }
 
 func TestAStaleHandlerCannotCommitOverATakeover(t *testing.T) {
