@@ -1,12 +1,15 @@
 package httpidem_test
 
 import (
+	"bufio"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -226,5 +229,43 @@ func TestARequestWithoutAURLGets400AndClaimsNothing(t *testing.T) {
 			require.Equal(t, httpidem.Fingerprint(&http.Request{}, nil, nil), httpidem.Fingerprint(nil, nil, nil))
 			httpidem.Fingerprint(noURL, []byte(`{}`), httpidem.DefaultFingerprintHeaders)
 		})
+	})
+}
+
+// The body is read before any claim is taken, so a client that stalls
+// mid-body holds no key. The read did not watch the request's context: a
+// server without ReadTimeout (net/http's default) waited for the rest for
+// ever, past the service's own deadline, and the handler, given the body
+// already read, could not bound the wait itself. It now ends with the
+// context: 400 CodeBodyUnreadable, nothing claimed, the key free.
+func TestAStalledBodyEndsWithTheRequestsContextAndClaimsNothing(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, b *backend) {
+		h := &orders{}
+		m := newMiddleware(t, b.st, nil)
+		withLimit := httptest.NewServer(withDeadline(200*time.Millisecond, m.Wrap(h)))
+		t.Cleanup(withLimit.Close)
+
+		conn, err := net.Dial("tcp", withLimit.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		// Bounded only so that a read that never ends fails the test.
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = io.WriteString(conn, "POST /orders HTTP/1.1\r\nHost: example\r\nIdempotency-Key: \"k\"\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"item\":")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "the answer comes with the request's deadline, not when the client gives up")
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		a := answer{Status: resp.StatusCode, Header: resp.Header, Body: string(body)}
+		require.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+		require.Equal(t, httpidem.CodeBodyUnreadable, problemOf(t, a).Code)
+
+		require.Zero(t, h.runs.Load())
+		_, found := b.record(t, "", "k")
+		require.False(t, found, "nothing is claimed")
+		a = send(t, serve(t, m, h), http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+		require.Equal(t, http.StatusCreated, a.Status, "the key is free")
 	})
 }

@@ -20,7 +20,8 @@
 //     missing (unless Config.AllowMissingKey), malformed, empty or over
 //     Config.MaxKeyBytes, or the request has no URL (one built by hand);
 //   - 413 when the body is over Config.MaxBodyBytes. The body is read once,
-//     bounded, before any record is touched: nothing is stored;
+//     bounded, before any record is touched: nothing is stored. A read
+//     still waiting when the request's context ends stops there (400);
 //   - the stored response, replayed, when the key has one and the request
 //     has the same Fingerprint (method, path, query, the headers in
 //     Config.FingerprintHeaders, body): its status, its allow-listed

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -219,6 +220,7 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, true
 	}
+	defer unblockWhenDone(r.Context(), w)()
 	var (
 		body []byte
 		err  error
@@ -241,16 +243,50 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			// The limit that was hit: ours, or a smaller one the service
 			// set on the body before the middleware (http.MaxBytesReader).
 			tooLarge(mbe.Limit)
-		} else {
+		case r.Context().Err() != nil:
+			writeProblem(w, http.StatusBadRequest, CodeBodyUnreadable, "The request ended before its body arrived: retry with the same key.", "")
+		default:
 			writeProblem(w, http.StatusBadRequest, CodeBodyUnreadable, "The request body could not be read.", "")
 		}
 		return nil, false
 	}
 	return body, true
+}
+
+// unblockWhenDone makes a read of the request's body return once ctx ends
+// (the service's deadline, the client gone), by moving the connection's
+// read deadline to now. Otherwise a client that stalls mid-body holds the
+// request until the server's ReadTimeout, for ever without one (net/http's
+// default), and the handler, given the body already read, cannot bound
+// the wait itself. No claim is held meanwhile: the body is read before
+// the key is looked up. A writer that cannot set a read deadline leaves
+// the read as it was. The returned func ends the watch; once it returns,
+// no deadline is moved.
+func unblockWhenDone(ctx context.Context, w http.ResponseWriter) func() {
+	var (
+		mu      sync.Mutex
+		reading = true // guarded by mu
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if reading {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	})
+	return func() {
+		if stop() {
+			return // the context had not ended: the func never runs
+		}
+		mu.Lock()
+		reading = false
+		mu.Unlock()
+	}
 }
 
 // decide looks the key up and replays, refuses, waits or runs. A replay is
