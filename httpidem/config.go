@@ -99,7 +99,9 @@ type Config struct {
 	// a client that learns or guesses another's key gets the other's
 	// response replayed (a leak), and two clients that pick the same key
 	// collide (422 or the other's response). Set it in any multi-tenant
-	// service.
+	// service. The host is not part of a key's identity either (see
+	// Fingerprint): a service whose hosts must not share keys puts the
+	// host in the principal.
 	Principal func(r *http.Request) string
 	// FingerprintHeaders are the request headers whose values are part of
 	// the fingerprint, beside method, path, query and body. A nil slice

@@ -48,7 +48,9 @@
 // the tenant): keys are per principal, so one client's key never answers
 // another's. The default is one key space shared by every client, which is
 // safe only when every client may see every other's responses: see
-// Config.Principal for the risk. In the store, each key is a scope of its
+// Config.Principal for the risk. The host is in neither the key space nor
+// the Fingerprint: hosts served on one store share keys unless the
+// principal tells them apart. In the store, each key is a scope of its
 // own (Scope: principal, tab, key), so that each key expires on its own,
 // Config.KeyTTL after its first use.
 //

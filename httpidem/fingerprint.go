@@ -41,6 +41,14 @@ const FingerprintVersion = "httpidem/request/v1"
 // have the same bytes. The principal is not part of it: it is part of the
 // key's scope, so two principals' requests never meet.
 //
+// The host (r.Host, the Host header) and the scheme are not part of it,
+// nor of the scope: a retry may come under another host name (a load
+// balancer's, a region's) or with Host rewritten by a proxy, and is the
+// same request. So one middleware, or several on one store, serving
+// several hosts gives them one key space: the same key and request on two
+// hosts replays the first host's response on the second. When their
+// clients must not share keys, make the host part of Config.Principal.
+//
 // A nil r, or an r with a nil URL, has empty parts where it has nothing,
 // rather than a panic; the middleware answers such a request 400
 // (CodeRequestMalformed) before it fingerprints it.

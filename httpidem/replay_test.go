@@ -2,6 +2,8 @@ package httpidem_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,4 +194,31 @@ func TestAnAllowListedHeaderSetInAnotherCaseIsReplayed(t *testing.T) {
 	require.Equal(t, first.Header.Values("Etag"), again.Header.Values("Etag"), "both spellings, in the order net/http sent them")
 	require.Empty(t, again.Header.Values("Link"))
 	require.Equal(t, int64(1), runs.Load())
+}
+
+// The host is in neither the scope nor the fingerprint (a retry may come
+// under another host name): the same key and request on two hosts replays
+// the first host's response, unless the principal tells the hosts apart,
+// as the docs say to do where they must not share keys.
+func TestTheHostIsNotPartOfAKeysIdentity(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	post := func(h http.Handler, host string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+		r.Host = host
+		r.Header.Set("Idempotency-Key", sfKey("k"))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	shared := newMiddleware(t, st, nil).Wrap(&orders{})
+	require.Equal(t, http.StatusCreated, post(shared, "a.example").Code)
+	require.Equal(t, "true", post(shared, "b.example").Header().Get("Idempotent-Replayed"), "one key space for both hosts")
+
+	perHost := newMiddleware(t, st, &httpidem.Config{Principal: func(r *http.Request) string { return r.Host }}).Wrap(&orders{})
+	require.Equal(t, http.StatusCreated, post(perHost, "a.example").Code)
+	b := post(perHost, "b.example")
+	require.Equal(t, http.StatusCreated, b.Code)
+	require.Empty(t, b.Header().Get("Idempotent-Replayed"), "the host in the principal: a key space per host")
 }
