@@ -47,7 +47,7 @@ func (r *recorder) Header() http.Header { return r.w.Header() }
 // ends what can be stored: net/http's writer panics on it, so the handler
 // fails as it would without the middleware (and its claim is released),
 // while a writer that takes it gets the response as the handler writes it.
-// (Held back, a 0 read as "no status yet" and was stored as a 200.)
+// (Held back, a 0 would read as "no status yet" and be stored as a 200.)
 func (r *recorder) WriteHeader(code int) {
 	switch {
 	case r.status != 0:

@@ -31,10 +31,11 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		// back is sent, and the key is left as after a handler that
 		// returned: released so that a retry runs the handler again,
 		// unless the handler stored its response itself first. A
-		// response stored with CompleteTx is read back as on return: a
-		// transaction the panic rolled back left the claim pending until
-		// its lease ended, every retry meanwhile getting 409. The panic
-		// goes on to net/http, which ends the connection.
+		// response stored with CompleteTx is read back as on return, so
+		// that a transaction the panic rolled back does not leave the
+		// claim pending until its lease ends (every retry getting 409
+		// meanwhile). The panic goes on to net/http, which ends the
+		// connection.
 		claim, _ := ren.stop()
 		switch st.stored.Load() {
 		case storedNone, storedFailed:
