@@ -63,6 +63,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 		unknown = true
 		rres, found, rerr := rec.Reconcile(tctx, call)
 		unknown = false
+		rres.Replayed = false // found remotely, not replayed from the store
 		if rerr != nil {
 			// Whether the side effect happened is still unknown: do not run
 			// the tool, and keep the claim (unrenewed) so that the next
@@ -84,6 +85,9 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 	tr.toolStarted()
 	res, err = e.inner.Execute(tctx, call)
 	tr.toolEnded()
+	// Under a live claim nobody else stores the call's outcome: what the
+	// tool returns is its own run, whatever it says.
+	res.Replayed = false
 	if errors.Is(err, ErrOutcomeUnknown) {
 		unknown = true
 		res, released, err = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
@@ -107,6 +111,7 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 	e := s.e
 	if rec, ok := e.inner.(Reconciler); ok {
 		rres, found, rerr := rec.Reconcile(tctx, call)
+		rres.Replayed = false // found remotely, not replayed from the store
 		switch {
 		case rerr != nil:
 			e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", s.scope, ent, rerr)

@@ -68,7 +68,11 @@ type Result struct {
 	Permanent bool
 	// Replayed is set by the idempotent executor when Output came from the
 	// store (or from an identical call running at the same time) instead of
-	// running the tool.
+	// running the tool. The executor clears it on what a tool or a
+	// Reconciler returns, so that a call that ran is never reported as a
+	// replay; the one exception is a tool that stores its outcome itself
+	// without a claim (Stored set, ModeProbeThenStore) and found another
+	// caller's outcome stored first, which it hands back (pgstore.TxTool).
 	Replayed bool
 	// Stored is set by a tool that stored this outcome itself under
 	// CallInfo.Claim, in the same transaction as its own write (see
