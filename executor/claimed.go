@@ -78,7 +78,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 			tr.reconcile()
 			e.debug(ctx, "idemstore: reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, rres, nil)
+			return s.storeReconciled(ctx, ent, c, rres)
 		}
 	}
 
@@ -119,7 +119,7 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 			e.trace(ctx).reconcile()
 			e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, rres, nil)
+			return s.storeReconciled(ctx, ent, c, rres)
 		default:
 			// The side effect did not happen: an ordinary failure.
 			c, _ := rn.stop()
@@ -129,6 +129,29 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 	rn.stop()
 	e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", s.scope, ent, err)
 	return res, false, err
+}
+
+// storeReconciled stores the outcome a Reconciler found under claim c. It
+// was found remotely, where nobody stored it, so the executor stores it
+// whatever its Stored says: trusted, Stored left the claim pending until its
+// lease ended, and the next caller took it over and asked again. A
+// Reconcile that did store it under CallInfo.Claim, in a transaction of its
+// own, is told apart by the record: completed under c's token. Storing it
+// again would fail with a lost lease.
+func (s *Scoped) storeReconciled(ctx context.Context, ent store.Entry, c store.Claim, res Result) (Result, bool, error) {
+	if res.Stored {
+		res.Stored = s.completedUnder(ctx, ent, c)
+	}
+	return s.finish(ctx, ent, c, res, nil)
+}
+
+// completedUnder reports whether the record of ent is completed under claim
+// c. A failed read says no: the Complete that follows then decides.
+func (s *Scoped) completedUnder(ctx context.Context, ent store.Entry, c store.Claim) bool {
+	wctx, cancel := s.e.writeContext(ctx)
+	defer cancel()
+	rec, err := s.e.st.Get(wctx, s.scope, ent.Key)
+	return err == nil && rec.Token == c.Token && rec.Fingerprint == ent.Fingerprint
 }
 
 // finish stores the outcome of a claimed call, or releases the claim when

@@ -104,6 +104,9 @@ func (f ExecutorFunc) Execute(ctx context.Context, call Call) (Result, error) { 
 type Reconciler interface {
 	// Reconcile reports whether the side effect of call already happened
 	// (found) and, if so, the result to store. It should use the downstream
-	// key (DownstreamKey(ctx)) to ask the remote side.
+	// key (DownstreamKey(ctx)) to ask the remote side. The executor stores
+	// a found result itself: its Stored is checked against the store (the
+	// record completed under CallInfo.Claim), not trusted, and its
+	// Replayed is cleared.
 	Reconcile(ctx context.Context, call Call) (res Result, found bool, err error)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -131,4 +132,65 @@ func TestObserverCountsAToolsFalseReplayAsARun(t *testing.T) {
 	ev := obs.only(t)
 	require.Equal(t, CallRan, ev.Outcome)
 	require.True(t, ev.ToolRan)
+}
+
+// A Reconciler finds an outcome remotely, where nobody stored it: a found
+// Result with Stored set is stored all the same, so that the next call
+// replays it instead of finding the claim pending until its lease ends.
+func TestReconciledOutcomeMarkedStoredIsStoredAndReplayed(t *testing.T) {
+	t.Parallel()
+	for name, unknown := range map[string]bool{"after a takeover": false, "after an unknown outcome": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			ctx := bounded(t)
+			tool := &reconcilingTool{}
+			tool.behave = func(context.Context, Call) (Result, error) {
+				return Result{}, fmt.Errorf("send: %w: read timeout", ErrOutcomeUnknown)
+			}
+			tool.reconcile = func(context.Context, Call) (Result, bool, error) {
+				return Result{Output: []byte("sent"), Stored: true}, true, nil
+			}
+			exec := b.newExec(t, tool, &Config{MaxWait: 20 * time.Millisecond})
+			c := call("send_mail", `{"to":"a@example.com"}`)
+			if !unknown {
+				crashedHolder(t, b, c)
+			}
+
+			res, err := exec.Execute(ctx, c)
+			require.NoError(t, err)
+			require.Equal(t, []byte("sent"), res.Output)
+			again, err := exec.Execute(ctx, c)
+			require.NoError(t, err, "stored: replayed, not in flight until the lease ends")
+			require.Equal(t, Result{Output: []byte("sent"), Replayed: true}, again)
+			require.EqualValues(t, 1, tool.reconciles.Load())
+		})
+	}
+}
+
+// A Reconciler that did store what it found, under the call's claim in its
+// own transaction, and says so (Stored) is not stored a second time, which
+// would fail with a lost lease.
+func TestReconcilerThatStoredUnderTheClaimIsNotStoredAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := bounded(t)
+	tool := &reconcilingTool{}
+	tool.reconcile = func(ctx context.Context, _ Call) (Result, bool, error) {
+		info, _ := CallInfoFrom(ctx)
+		_, err := b.st.Complete(ctx, info.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte("sent")})
+		require.NoError(t, err)
+		return Result{Output: []byte("sent"), Stored: true}, true, nil
+	}
+	exec := b.newExec(t, tool, nil)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	crashedHolder(t, b, c)
+
+	res, err := exec.Execute(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, []byte("sent"), res.Output)
+	again, err := exec.Execute(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, Result{Output: []byte("sent"), Replayed: true}, again)
+	require.Zero(t, tool.runs.Load())
 }
