@@ -121,9 +121,10 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 			c, _ := rn.stop()
 			return s.storeReconciled(ctx, ent, c, rres)
 		default:
-			// The side effect did not happen: an ordinary failure.
+			// The side effect did not happen: an ordinary failure, whose
+			// error must not say the outcome is unknown any more (ClassOf).
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, res, err)
+			return s.finish(ctx, ent, c, res, &ReconciledFailureError{Err: err})
 		}
 	}
 	rn.stop()

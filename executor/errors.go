@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/idemstore/idemstore/contract"
@@ -15,7 +16,8 @@ import (
 //   - a tool that implements Reconciler is asked at once, under the same
 //     claim: a found outcome is stored and returned as the call's result;
 //     not found means the side effect did not happen, and the claim is
-//     released so that the next call runs the tool;
+//     released so that the next call runs the tool: the call fails with
+//     a *ReconciledFailureError, retryable like any transient failure;
 //   - otherwise (or if Reconcile fails, panics or exits) the claim is kept
 //     until its lease ends, so the call is not run again before that; the
 //     next caller then takes it over (CallInfo.TakenOver) and, with a
@@ -62,6 +64,32 @@ func (e *ReconcileError) Error() string {
 // Unwrap returns contract.ErrOutcomeUnknown and the Reconciler's error: the
 // earlier attempt's outcome stays unknown.
 func (e *ReconcileError) Unwrap() []error { return []error{contract.ErrOutcomeUnknown, e.Err} }
+
+// ReconciledFailureError reports a call whose tool failed with an error
+// wrapping ErrOutcomeUnknown, and whose Reconciler then found that the side
+// effect did not happen: an ordinary failure after all. Its claim was
+// released, so a retry runs the tool, and ClassOf says ClassRetry where the
+// tool's error alone said ClassOutcomeUnknown.
+//
+// It matches what the tool's error matches, with errors.Is and errors.As,
+// except ErrOutcomeUnknown: the outcome is known now.
+type ReconciledFailureError struct {
+	Err error // the tool's error, as it returned it
+}
+
+func (e *ReconciledFailureError) Error() string {
+	return fmt.Sprintf("idemstore: the outcome was unknown and the reconciler found no side effect, the call can be retried: %v", e.Err)
+}
+
+// Is reports whether the tool's error matches target, unless target is
+// ErrOutcomeUnknown. It has no Unwrap, which would lead errors.Is to
+// ErrOutcomeUnknown inside the tool's error.
+func (e *ReconciledFailureError) Is(target error) bool {
+	return target != ErrOutcomeUnknown && errors.Is(e.Err, target)
+}
+
+// As finds the first error in the tool's error's chain that matches target.
+func (e *ReconciledFailureError) As(target any) bool { return errors.As(e.Err, target) }
 
 // Retryable reports whether an error of Execute is worth retrying: a later
 // attempt of the same call may succeed (the store was unavailable, the call
