@@ -65,6 +65,28 @@ func (e *ReconcileError) Error() string {
 // earlier attempt's outcome stays unknown.
 func (e *ReconcileError) Unwrap() []error { return []error{contract.ErrOutcomeUnknown, e.Err} }
 
+// DuplicateIDError reports a call of a turn (Scoped.Prepare) whose
+// invocation id an earlier call of the same turn has with another tool or
+// other arguments: one operation asked for two ways, and at most one of them
+// can be its outcome. The later call is refused before anything is claimed
+// or run for it, as Execute refuses an id stored or claimed for other
+// arguments; the earlier one is prepared as usual. It unwraps to the
+// *store.MismatchError, so errors.Is(err, store.ErrFingerprintMismatch)
+// holds and ClassOf says ClassBadCall.
+type DuplicateIDError struct {
+	InvocationID string
+	First        int // index, in the calls given to Prepare, of the earlier call
+	Err          *contract.MismatchError
+}
+
+func (e *DuplicateIDError) Error() string {
+	return fmt.Sprintf("idemstore: invocation id %s is asked for twice in one turn with other arguments: %v",
+		contract.Quote(e.InvocationID), e.Err)
+}
+
+// Unwrap returns the fingerprint mismatch.
+func (e *DuplicateIDError) Unwrap() error { return e.Err }
+
 // ReconciledFailureError reports a call whose tool failed with an error
 // wrapping ErrOutcomeUnknown, and whose Reconciler then found that the side
 // effect did not happen: an ordinary failure after all. Its claim was

@@ -85,9 +85,11 @@ func errNotPrepared() error {
 // reports any real call.
 //
 // The result has one Prepared per call, in order. A bad call (its
-// arguments malformed or over a limit) has its typed error in Err and is
-// neither looked up nor claimed; the turn's other calls are prepared as
-// usual. A call that appears twice in the turn is claimed once: whichever
+// arguments malformed or over a limit, or its invocation id that of an
+// earlier call of the turn with other arguments: *DuplicateIDError) has its
+// typed error in Err and is neither looked up nor claimed; the turn's other
+// calls are prepared as usual. A call that appears twice in the turn is
+// claimed once: whichever
 // of its Prepared values runs first (in any order) runs it under that
 // claim, and the others replay its outcome (or wait for it). The same
 // holds for copies of a Prepared: a claim is used once. When the store
@@ -126,7 +128,15 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 			continue
 		}
 		p.ent = ent
-		if _, ok := first[ent.Key]; ok {
+		if j, ok := first[ent.Key]; ok {
+			if fst := preps[j].ent; fst.Fingerprint != ent.Fingerprint {
+				// The same invocation id with other arguments: sharing the
+				// first's claim, it would run under it and store its
+				// outcome for the first's arguments.
+				p.Err = &DuplicateIDError{InvocationID: call.InvocationID, First: j, Err: &store.MismatchError{
+					Scope: s.scope, Key: ent.Key, StoredTool: fst.Tool, Stored: fst.Fingerprint, Requested: ent.Fingerprint}}
+				continue
+			}
 			dups = append(dups, i) // shares the first's claim
 			continue
 		}
