@@ -122,4 +122,13 @@ func Retryable(err error) bool { return contract.Retryable(err) }
 
 // ClassOf returns the class of an error of Execute (see contract.Class):
 // bad call, retry, permanent, or outcome unknown.
+//
+// The class comes from the sentinels the error wraps, whoever returned it.
+// A tool's own error that wraps none is ClassRetry. One that wraps one takes
+// its class although the tool ran: its own *contract.InputError is
+// ClassBadCall, contract.ErrRefused ClassPermanent, ErrOutcomeUnknown
+// ClassOutcomeUnknown. That is how a tool says what a retry would do
+// (pgstore.TxTool passes its store's errors on so); it should wrap a bad
+// call's or a permanent sentinel only when its side effect did not happen.
+// Whether the tool ran is CallEvent.ToolRan (Config.Observer).
 func ClassOf(err error) contract.Class { return contract.ClassOf(err) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -193,4 +194,28 @@ func TestReconcilerThatStoredUnderTheClaimIsNotStoredAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Result{Output: []byte("sent"), Replayed: true}, again)
 	require.Zero(t, tool.runs.Load())
+}
+
+// ClassOf classes an error by the sentinels it wraps, a tool's own error
+// too: a tool that wraps a contract error says what a retry would do,
+// although it ran (CallEvent.ToolRan tells). One that wraps none is a
+// transient failure.
+func TestToolErrorWrappingAContractErrorTakesItsClass(t *testing.T) {
+	t.Parallel()
+	for want, toolErr := range map[contract.Class]error{
+		contract.ClassRetry:          errors.New("smtp down"),
+		contract.ClassBadCall:        fmt.Errorf("send: %w", &contract.InputError{Field: "to", Problem: "no such mailbox"}),
+		contract.ClassPermanent:      fmt.Errorf("send: %w", contract.ErrRefused),
+		contract.ClassOutcomeUnknown: fmt.Errorf("send: %w", ErrOutcomeUnknown),
+	} {
+		t.Run(want.String(), func(t *testing.T) {
+			t.Parallel()
+			b, obs := observed(t, nil)
+			b.tool.behave = func(context.Context, Call) (Result, error) { return Result{}, toolErr }
+			_, err := b.exec.Execute(bounded(t), call("send_mail", `{}`))
+			require.ErrorIs(t, err, toolErr)
+			require.Equal(t, want, ClassOf(err))
+			require.True(t, obs.only(t).ToolRan)
+		})
+	}
 }
