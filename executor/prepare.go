@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -26,12 +27,22 @@ type Prepared struct {
 	// the same way.
 	Err error
 
-	s      *Scoped
-	ent    store.Entry
-	claim  *preparedClaim // the claim Prepare took for the call's key; nil: none
-	missed bool           // ModeProbeThenStore: Prepare's look-up found nothing for it
-	done   bool           // Run used the look-up (missed)
+	s     *Scoped
+	ent   store.Entry
+	claim *preparedClaim // the claim Prepare took for the call's key; nil: none
+	miss  *preparedMiss  // ModeProbeThenStore: Prepare's look-up found nothing for it; nil: not
 }
+
+// preparedMiss is Prepare's look-up that found nothing for a call
+// (ModeProbeThenStore), shared like a preparedClaim by every copy of its
+// Prepared: the first Run uses it and runs the tool without looking up
+// again; every other Run looks up, and replays what the first stored. A
+// flag in each value let a copy run the tool again on a miss gone stale,
+// and Runs of one value at once raced on it.
+type preparedMiss struct{ used atomic.Bool }
+
+// take reports whether the caller is the first to use the miss.
+func (m *preparedMiss) take() bool { return m != nil && m.used.CompareAndSwap(false, true) }
 
 // preparedClaim is a claim Prepare took, shared by every Prepared of its
 // key (a call that appears twice in the turn) and by every copy of them:
@@ -196,7 +207,7 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 		p := &preps[at[j]]
 		rec, ok := recs[ent.Key]
 		if !ok {
-			p.missed = true
+			p.miss = &preparedMiss{}
 			continue
 		}
 		if err := store.CheckFingerprint(s.scope, ent, rec); err != nil {
@@ -240,11 +251,10 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return Result{}, err
 	}
-	if p.missed && !p.done {
+	if p.miss.take() {
 		// Prepare has just looked it up: run it without a second look-up
 		// (probe-then-store makes no promise against a concurrent writer;
 		// Put keeps the first outcome).
-		p.done = true
 		return s.runUnclaimed(ctx, p.Call, p.ent)
 	}
 	cr, claimedAt, ok := p.claim.take()

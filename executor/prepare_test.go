@@ -571,3 +571,39 @@ func TestPrepareRefusesAnInvocationIDTwiceWithOtherArguments(t *testing.T) {
 		require.EqualValues(t, 1, b.tool.runs.Load())
 	})
 }
+
+// In probe-then-store mode, Prepare's miss is used once too: a copy of a
+// Prepared run after the original looks up again and replays, instead of
+// running the tool a second time on a miss that is stale. Runs of one
+// Prepared at once do not race (the race detector watches).
+func TestCopiesOfAPreparedCallUseItsMissOnceInProbeThenStoreMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Mode: ModeProbeThenStore})
+	ctx := bounded(t)
+	preps, err := b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"a@example.com"}`)})
+	require.NoError(t, err)
+	cp := preps[0]
+
+	res, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Replayed)
+	again, err := cp.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, again.Replayed, "the copy looked up again")
+	require.Equal(t, res.Output, again.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load())
+
+	preps, err = b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"b@example.com"}`)})
+	require.NoError(t, err)
+	p := &preps[0]
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			_, err := p.Run(ctx)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		require.NoError(t, <-errs)
+	}
+}
