@@ -80,7 +80,7 @@ type DuplicateIDError struct {
 }
 
 func (e *DuplicateIDError) Error() string {
-	return fmt.Sprintf("idemstore: invocation id %s is asked for twice in one turn with other arguments: %v",
+	return fmt.Sprintf("idemstore: invocation id %s is asked for twice in one turn, with another tool or other arguments: %v",
 		contract.Quote(e.InvocationID), e.Err)
 }
 
