@@ -63,6 +63,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 		unknown = true
 		rres, found, rerr := rec.Reconcile(tctx, call)
 		unknown = false
+		rres.Replayed = false // found remotely, not replayed from the store
 		if rerr != nil {
 			// Whether the side effect happened is still unknown: do not run
 			// the tool, and keep the claim (unrenewed) so that the next
@@ -77,13 +78,16 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 			tr.reconcile()
 			e.debug(ctx, "idemstore: reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, rres, nil)
+			return s.storeReconciled(ctx, ent, c, rres)
 		}
 	}
 
 	tr.toolStarted()
 	res, err = e.inner.Execute(tctx, call)
 	tr.toolEnded()
+	// Under a live claim nobody else stores the call's outcome: what the
+	// tool returns is its own run, whatever it says.
+	res.Replayed = false
 	if errors.Is(err, ErrOutcomeUnknown) {
 		unknown = true
 		res, released, err = s.settleUnknown(ctx, tctx, call, ent, rn, res, err)
@@ -107,6 +111,7 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 	e := s.e
 	if rec, ok := e.inner.(Reconciler); ok {
 		rres, found, rerr := rec.Reconcile(tctx, call)
+		rres.Replayed = false // found remotely, not replayed from the store
 		switch {
 		case rerr != nil:
 			e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", s.scope, ent, rerr)
@@ -114,16 +119,40 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 			e.trace(ctx).reconcile()
 			e.debug(ctx, "idemstore: unknown outcome reconciled, storing the found outcome", s.scope, ent)
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, rres, nil)
+			return s.storeReconciled(ctx, ent, c, rres)
 		default:
-			// The side effect did not happen: an ordinary failure.
+			// The side effect did not happen: an ordinary failure, whose
+			// error must not say the outcome is unknown any more (ClassOf).
 			c, _ := rn.stop()
-			return s.finish(ctx, ent, c, res, err)
+			return s.finish(ctx, ent, c, res, &ReconciledFailureError{Err: err})
 		}
 	}
 	rn.stop()
 	e.warn(ctx, "idemstore: the outcome is unknown; the claim is kept until its lease ends", s.scope, ent, err)
 	return res, false, err
+}
+
+// storeReconciled stores the outcome a Reconciler found under claim c. It
+// was found remotely, where nobody stored it, so the executor stores it
+// whatever its Stored says: trusted, Stored left the claim pending until its
+// lease ended, and the next caller took it over and asked again. A
+// Reconcile that did store it under CallInfo.Claim, in a transaction of its
+// own, is told apart by the record: completed under c's token. Storing it
+// again would fail with a lost lease.
+func (s *Scoped) storeReconciled(ctx context.Context, ent store.Entry, c store.Claim, res Result) (Result, bool, error) {
+	if res.Stored {
+		res.Stored = s.completedUnder(ctx, ent, c)
+	}
+	return s.finish(ctx, ent, c, res, nil)
+}
+
+// completedUnder reports whether the record of ent is completed under claim
+// c. A failed read says no: the Complete that follows then decides.
+func (s *Scoped) completedUnder(ctx context.Context, ent store.Entry, c store.Claim) bool {
+	wctx, cancel := s.e.writeContext(ctx)
+	defer cancel()
+	rec, err := s.e.st.Get(wctx, s.scope, ent.Key)
+	return err == nil && rec.Token == c.Token && rec.Fingerprint == ent.Fingerprint
 }
 
 // finish stores the outcome of a claimed call, or releases the claim when

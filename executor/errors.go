@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/idemstore/idemstore/contract"
@@ -15,7 +16,8 @@ import (
 //   - a tool that implements Reconciler is asked at once, under the same
 //     claim: a found outcome is stored and returned as the call's result;
 //     not found means the side effect did not happen, and the claim is
-//     released so that the next call runs the tool;
+//     released so that the next call runs the tool: the call fails with
+//     a *ReconciledFailureError, retryable like any transient failure;
 //   - otherwise (or if Reconcile fails, panics or exits) the claim is kept
 //     until its lease ends, so the call is not run again before that; the
 //     next caller then takes it over (CallInfo.TakenOver) and, with a
@@ -63,6 +65,54 @@ func (e *ReconcileError) Error() string {
 // earlier attempt's outcome stays unknown.
 func (e *ReconcileError) Unwrap() []error { return []error{contract.ErrOutcomeUnknown, e.Err} }
 
+// DuplicateIDError reports a call of a turn (Scoped.Prepare) whose
+// invocation id an earlier call of the same turn has with another tool or
+// other arguments: one operation asked for two ways, and at most one of them
+// can be its outcome. The later call is refused before anything is claimed
+// or run for it, as Execute refuses an id stored or claimed for other
+// arguments; the earlier one is prepared as usual. It unwraps to the
+// *store.MismatchError, so errors.Is(err, store.ErrFingerprintMismatch)
+// holds and ClassOf says ClassBadCall.
+type DuplicateIDError struct {
+	InvocationID string
+	First        int // index, in the calls given to Prepare, of the earlier call
+	Err          *contract.MismatchError
+}
+
+func (e *DuplicateIDError) Error() string {
+	return fmt.Sprintf("idemstore: invocation id %s is asked for twice in one turn, with another tool or other arguments: %v",
+		contract.Quote(e.InvocationID), e.Err)
+}
+
+// Unwrap returns the fingerprint mismatch.
+func (e *DuplicateIDError) Unwrap() error { return e.Err }
+
+// ReconciledFailureError reports a call whose tool failed with an error
+// wrapping ErrOutcomeUnknown, and whose Reconciler then found that the side
+// effect did not happen: an ordinary failure after all. Its claim was
+// released, so a retry runs the tool, and ClassOf says ClassRetry where the
+// tool's error alone said ClassOutcomeUnknown.
+//
+// It matches what the tool's error matches, with errors.Is and errors.As,
+// except ErrOutcomeUnknown: the outcome is known now.
+type ReconciledFailureError struct {
+	Err error // the tool's error, as it returned it
+}
+
+func (e *ReconciledFailureError) Error() string {
+	return fmt.Sprintf("idemstore: the outcome was unknown and the reconciler found no side effect, the call can be retried: %v", e.Err)
+}
+
+// Is reports whether the tool's error matches target, unless target is
+// ErrOutcomeUnknown. It has no Unwrap, which would lead errors.Is to
+// ErrOutcomeUnknown inside the tool's error.
+func (e *ReconciledFailureError) Is(target error) bool {
+	return target != ErrOutcomeUnknown && errors.Is(e.Err, target)
+}
+
+// As finds the first error in the tool's error's chain that matches target.
+func (e *ReconciledFailureError) As(target any) bool { return errors.As(e.Err, target) }
+
 // Retryable reports whether an error of Execute is worth retrying: a later
 // attempt of the same call may succeed (the store was unavailable, the call
 // was in flight elsewhere, the tool failed transiently). It is false for a
@@ -72,4 +122,13 @@ func Retryable(err error) bool { return contract.Retryable(err) }
 
 // ClassOf returns the class of an error of Execute (see contract.Class):
 // bad call, retry, permanent, or outcome unknown.
+//
+// The class comes from the sentinels the error wraps, whoever returned it.
+// A tool's own error that wraps none is ClassRetry. One that wraps one takes
+// its class although the tool ran: its own *contract.InputError is
+// ClassBadCall, contract.ErrRefused ClassPermanent, ErrOutcomeUnknown
+// ClassOutcomeUnknown. That is how a tool says what a retry would do
+// (pgstore.TxTool passes its store's errors on so); it should wrap a bad
+// call's or a permanent sentinel only when its side effect did not happen.
+// Whether the tool ran is CallEvent.ToolRan (Config.Observer).
 func ClassOf(err error) contract.Class { return contract.ClassOf(err) }

@@ -68,7 +68,11 @@ type Result struct {
 	Permanent bool
 	// Replayed is set by the idempotent executor when Output came from the
 	// store (or from an identical call running at the same time) instead of
-	// running the tool.
+	// running the tool. The executor clears it on what a tool or a
+	// Reconciler returns, so that a call that ran is never reported as a
+	// replay; the one exception is a tool that stores its outcome itself
+	// without a claim (Stored set, ModeProbeThenStore) and found another
+	// caller's outcome stored first, which it hands back (pgstore.TxTool).
 	Replayed bool
 	// Stored is set by a tool that stored this outcome itself under
 	// CallInfo.Claim, in the same transaction as its own write (see
@@ -100,6 +104,9 @@ func (f ExecutorFunc) Execute(ctx context.Context, call Call) (Result, error) { 
 type Reconciler interface {
 	// Reconcile reports whether the side effect of call already happened
 	// (found) and, if so, the result to store. It should use the downstream
-	// key (DownstreamKey(ctx)) to ask the remote side.
+	// key (DownstreamKey(ctx)) to ask the remote side. The executor stores
+	// a found result itself: its Stored is checked against the store (the
+	// record completed under CallInfo.Claim), not trusted, and its
+	// Replayed is cleared.
 	Reconcile(ctx context.Context, call Call) (res Result, found bool, err error)
 }

@@ -132,6 +132,9 @@ var _ Executor = (*Scoped)(nil)
 //     (for example store.ErrLeaseLost); its Result is returned too;
 //   - *ReconcileError, or the tool's error wrapping ErrOutcomeUnknown: the
 //     outcome of the call is unknown;
+//   - *ReconciledFailureError: the tool's error wrapped ErrOutcomeUnknown,
+//     and its Reconciler found that the side effect did not happen: a
+//     transient failure, retryable;
 //   - any other error is the tool's own transient failure (not stored) or
 //     the store's (store.ErrUnavailable, store.ErrRefused).
 func (s *Scoped) Execute(ctx context.Context, call Call) (Result, error) {

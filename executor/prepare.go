@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -26,12 +27,22 @@ type Prepared struct {
 	// the same way.
 	Err error
 
-	s      *Scoped
-	ent    store.Entry
-	claim  *preparedClaim // the claim Prepare took for the call's key; nil: none
-	missed bool           // ModeProbeThenStore: Prepare's look-up found nothing for it
-	done   bool           // Run used the look-up (missed)
+	s     *Scoped
+	ent   store.Entry
+	claim *preparedClaim // the claim Prepare took for the call's key; nil: none
+	miss  *preparedMiss  // ModeProbeThenStore: Prepare's look-up found nothing for it; nil: not
 }
+
+// preparedMiss is Prepare's look-up that found nothing for a call
+// (ModeProbeThenStore), shared like a preparedClaim by every copy of its
+// Prepared: the first Run uses it and runs the tool without looking up
+// again; every other Run looks up, and replays what the first stored. A
+// flag in each value let a copy run the tool again on a miss gone stale,
+// and Runs of one value at once raced on it.
+type preparedMiss struct{ used atomic.Bool }
+
+// take reports whether the caller is the first to use the miss.
+func (m *preparedMiss) take() bool { return m != nil && m.used.CompareAndSwap(false, true) }
 
 // preparedClaim is a claim Prepare took, shared by every Prepared of its
 // key (a call that appears twice in the turn) and by every copy of them:
@@ -85,9 +96,11 @@ func errNotPrepared() error {
 // reports any real call.
 //
 // The result has one Prepared per call, in order. A bad call (its
-// arguments malformed or over a limit) has its typed error in Err and is
-// neither looked up nor claimed; the turn's other calls are prepared as
-// usual. A call that appears twice in the turn is claimed once: whichever
+// arguments malformed or over a limit, or its invocation id that of an
+// earlier call of the turn with other arguments: *DuplicateIDError) has its
+// typed error in Err and is neither looked up nor claimed; the turn's other
+// calls are prepared as usual. A call that appears twice in the turn is
+// claimed once: whichever
 // of its Prepared values runs first (in any order) runs it under that
 // claim, and the others replay its outcome (or wait for it). The same
 // holds for copies of a Prepared: a claim is used once. When the store
@@ -126,7 +139,15 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 			continue
 		}
 		p.ent = ent
-		if _, ok := first[ent.Key]; ok {
+		if j, ok := first[ent.Key]; ok {
+			if fst := preps[j].ent; fst.Fingerprint != ent.Fingerprint {
+				// The same invocation id with other arguments: sharing the
+				// first's claim, it would run under it and store its
+				// outcome for the first's arguments.
+				p.Err = &DuplicateIDError{InvocationID: call.InvocationID, First: j, Err: &store.MismatchError{
+					Scope: s.scope, Key: ent.Key, StoredTool: fst.Tool, Stored: fst.Fingerprint, Requested: ent.Fingerprint}}
+				continue
+			}
 			dups = append(dups, i) // shares the first's claim
 			continue
 		}
@@ -186,7 +207,7 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 		p := &preps[at[j]]
 		rec, ok := recs[ent.Key]
 		if !ok {
-			p.missed = true
+			p.miss = &preparedMiss{}
 			continue
 		}
 		if err := store.CheckFingerprint(s.scope, ent, rec); err != nil {
@@ -230,11 +251,10 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 	if err := contract.CheckContext(ctx); err != nil {
 		return Result{}, err
 	}
-	if p.missed && !p.done {
+	if p.miss.take() {
 		// Prepare has just looked it up: run it without a second look-up
 		// (probe-then-store makes no promise against a concurrent writer;
 		// Put keeps the first outcome).
-		p.done = true
 		return s.runUnclaimed(ctx, p.Call, p.ent)
 	}
 	cr, claimedAt, ok := p.claim.take()

@@ -535,3 +535,75 @@ func TestPrepareRefusesAClaimManyAnswerOfTheWrongLength(t *testing.T) {
 		}
 	}
 }
+
+// Two calls of one turn with the same invocation id and other arguments:
+// the later one is refused with a *DuplicateIDError naming the id, before
+// anything is claimed for it. It used to share the earlier call's claim, and
+// run first under it, its outcome stored for the other arguments.
+func TestPrepareRefusesAnInvocationIDTwiceWithOtherArguments(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode})
+		ctx := bounded(t)
+		ada := idCall("welcome", "send_mail", `{"to":"ada"}`)
+		bob := idCall("welcome", "send_mail", `{"to":"bob"}`)
+
+		preps, err := b.exec.Prepare(ctx, []Call{ada, bob})
+		require.NoError(t, err)
+		require.NoError(t, preps[0].Err)
+		var dup *DuplicateIDError
+		require.ErrorAs(t, preps[1].Err, &dup)
+		require.Equal(t, "welcome", dup.InvocationID)
+		require.Equal(t, 0, dup.First)
+		require.ErrorIs(t, preps[1].Err, store.ErrFingerprintMismatch)
+		require.Equal(t, contract.ClassBadCall, ClassOf(preps[1].Err))
+
+		// Run in either order, the refused one runs nothing.
+		_, err = preps[1].Run(ctx)
+		require.ErrorAs(t, err, &dup)
+		require.Zero(t, b.tool.runs.Load())
+		res, err := preps[0].Run(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []byte(`ok:{"to":"ada"}`), res.Output)
+		again, err := b.exec.Execute(ctx, ada)
+		require.NoError(t, err)
+		require.Equal(t, Result{Output: []byte(`ok:{"to":"ada"}`), Replayed: true}, again, "stored for its own arguments")
+		require.EqualValues(t, 1, b.tool.runs.Load())
+	})
+}
+
+// In probe-then-store mode, Prepare's miss is used once too: a copy of a
+// Prepared run after the original looks up again and replays, instead of
+// running the tool a second time on a miss that is stale. Runs of one
+// Prepared at once do not race (the race detector watches).
+func TestCopiesOfAPreparedCallUseItsMissOnceInProbeThenStoreMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Mode: ModeProbeThenStore})
+	ctx := bounded(t)
+	preps, err := b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"a@example.com"}`)})
+	require.NoError(t, err)
+	cp := preps[0]
+
+	res, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Replayed)
+	again, err := cp.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, again.Replayed, "the copy looked up again")
+	require.Equal(t, res.Output, again.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load())
+
+	preps, err = b.exec.Prepare(ctx, []Call{call("send_mail", `{"to":"b@example.com"}`)})
+	require.NoError(t, err)
+	p := &preps[0]
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			_, err := p.Run(ctx)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		require.NoError(t, <-errs)
+	}
+}

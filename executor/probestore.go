@@ -40,6 +40,12 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	tr.toolStarted()
 	res, err := e.inner.Execute(WithCallInfo(ctx, s.callInfo(ent, store.Claim{}, false)), call)
 	tr.toolEnded()
+	// A tool's run is no replay, with one exception: a tool that stores its
+	// outcome itself (pgstore.TxTool) and finds another caller's stored
+	// first hands back that stored outcome, Stored and Replayed set.
+	if err != nil || !res.Stored {
+		res.Replayed = false
+	}
 	if err != nil || res.Stored {
 		return res, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -56,7 +57,8 @@ func TestUnknownOutcomeNotFoundIsReleasedSoTheNextCallRuns(t *testing.T) {
 	c := call("charge", `{"amount":2}`)
 
 	_, err := exec.Execute(ctx, c)
-	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	require.ErrorIs(t, err, errTimeout)
+	require.Equal(t, contract.ClassRetry, ClassOf(err), "the side effect did not happen")
 
 	res, err := exec.Execute(ctx, c) // no lease to wait for: the claim was released
 	require.NoError(t, err)
@@ -109,4 +111,40 @@ func TestUnknownOutcomeKeepsTheClaimUntilItsLeaseEnds(t *testing.T) {
 			require.EqualValues(t, 2, tool.runs.Load())
 		})
 	}
+}
+
+// errTypedTimeout is a tool's own typed error, for errors.As.
+type errTypedTimeout struct{ after time.Duration }
+
+func (e *errTypedTimeout) Error() string { return "timed out after " + e.after.String() }
+
+// A tool's unknown outcome that its Reconciler finds did not happen is an
+// ordinary failure: retryable like any other (ClassRetry), no longer
+// outcome unknown, and still the tool's own error for errors.Is and
+// errors.As.
+func TestUnknownOutcomeThatDidNotHappenIsRetryableAndStillTheToolsError(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	toolErr := &errTypedTimeout{after: time.Second}
+	tool := &reconcilingTool{}
+	tool.behave = func(context.Context, Call) (Result, error) {
+		return Result{}, fmt.Errorf("charge: %w: %w", ErrOutcomeUnknown, toolErr)
+	}
+	tool.reconcile = func(context.Context, Call) (Result, bool, error) { return Result{}, false, nil }
+	exec := b.newExec(t, tool, nil)
+
+	_, err := exec.Execute(ctx, call("charge", `{"amount":4}`))
+	require.Error(t, err)
+	require.Equal(t, contract.ClassRetry, ClassOf(err), "nothing happened: retry like any transient failure")
+	require.True(t, Retryable(err))
+	require.NotErrorIs(t, err, ErrOutcomeUnknown)
+	require.ErrorIs(t, err, toolErr)
+	var typed *errTypedTimeout
+	require.ErrorAs(t, err, &typed)
+	require.Same(t, toolErr, typed)
+	var settled *ReconciledFailureError
+	require.ErrorAs(t, err, &settled)
+	require.ErrorIs(t, settled.Err, ErrOutcomeUnknown, "the tool's error as it came")
+	require.Contains(t, err.Error(), toolErr.Error())
 }

@@ -82,3 +82,20 @@ func TestBusErrorIsLoggedAndRunContinues(t *testing.T) {
 	require.Contains(t, logs.String(), `error="bus full"`, "logged under the key error")
 	require.EqualValues(t, 1, b.send.runs.Load())
 }
+
+// A Runtime that New did not make (nil, as an ignored error leaves it, or
+// zero) refuses every Run with a typed error instead of panicking.
+func TestRuntimeNotMadeByNewIsRefused(t *testing.T) {
+	t.Parallel()
+	for name, rt := range map[string]*agent.Runtime{"nil": nil, "zero": {}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tr, err := rt.Run(context.Background(), "run-1", "hello")
+			var inputErr *contract.InputError
+			require.ErrorAs(t, err, &inputErr)
+			require.Equal(t, "runtime", inputErr.Field)
+			require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+			require.Empty(t, tr.Steps)
+		})
+	}
+}

@@ -63,7 +63,8 @@
 //     claim Prepare took (executor.Prepared.Run); then the completion events.
 //     Status StatusSucceeded or StatusFailed.
 //   - bad call (invalid arguments, too large, an invocation id stored for
-//     other arguments): never run; the step "NAME refused: ERROR", the model
+//     other arguments or asked for earlier in the turn with other
+//     arguments, executor.DuplicateIDError): never run; the step "NAME refused: ERROR", the model
 //     gets the error as a failed tool result. Status StatusRefused.
 //
 // A store step that fails as a whole is logged and every call of the turn

@@ -55,8 +55,15 @@ func New(cfg *Config) (*Runtime, error) {
 // *TurnLimitError, *ModelError (a permanent model failure, or a transient
 // one with no model left to fail over to), a gate's error (wrapped), or
 // ctx's error once ctx is done: cancellation stops the run before the next
-// model turn or tool call.
+// model turn or tool call. A Runtime that New did not make (nil, such as
+// one left by an ignored error, or zero) runs nothing and gives an
+// *contract.InputError.
 func (r *Runtime) Run(ctx context.Context, scope, input string) (Transcript, error) {
+	if r == nil || r.cfg.Model == nil {
+		// New requires a Model: without one r has no model, registry or
+		// defaults to run with, and the first of them used would panic.
+		return Transcript{}, &contract.InputError{Field: "runtime", Problem: "not made by New (nil or zero)"}
+	}
 	if err := contract.CheckContext(ctx); err != nil {
 		return Transcript{}, err
 	}

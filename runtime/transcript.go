@@ -19,7 +19,8 @@ const (
 	StatusReplayedFailure
 	// StatusRefused: the call never reached the tool: unknown or
 	// not-allowed tool, or a bad call found by the probe (invalid
-	// arguments, too large, fingerprint mismatch). The model got the error
+	// arguments, too large, fingerprint mismatch, an invocation id asked
+	// for twice in the turn with other arguments). The model got the error
 	// as the call's result.
 	StatusRefused
 )

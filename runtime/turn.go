@@ -150,6 +150,9 @@ func (s *run) execute(ctx context.Context, entry CallEntry, prep *executor.Prepa
 		res, err = prep.Run(ctx)
 	} else {
 		res, err = s.cfg.Tools.Execute(ctx, call)
+		// Without a store nothing is replayed: the tool ran, whatever its
+		// Result says (the executor clears it the same way).
+		res.Replayed = false
 	}
 	took := time.Since(begin)
 
