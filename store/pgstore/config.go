@@ -38,6 +38,29 @@ const (
 	DefaultAcquireTimeout = 5 * time.Second
 )
 
+// Bounds of Config's polling and retry delays. Each is a duration, so the
+// generic bound (contract.MaxDuration, 100 years) would let a mistyped
+// value through; these are the range a working deployment can use.
+const (
+	// MinPollInterval is the shortest PollInterval: every waiter re-reads
+	// its record once per interval, so a shorter one turns each waiter into
+	// a loop of queries against the database.
+	MinPollInterval = 10 * time.Millisecond
+	// MaxPollInterval is the longest PollInterval. A waiter whose wake-up
+	// was lost, or whose listener cannot listen, learns of the outcome only
+	// at its next poll; an hour is already as good as no polling.
+	MaxPollInterval = time.Hour
+	// MinRetryBackoff is the shortest RetryBackoff: a retry sent sooner
+	// meets the same dropped connection or deadlock, and the jitter that
+	// keeps processes apart has no room.
+	MinRetryBackoff = time.Millisecond
+	// MaxRetryBackoffLimit is the longest RetryBackoff and MaxRetryBackoff.
+	// A retry waits out a failover or a burst of deadlocks; a longer delay
+	// holds a caller without a deadline (and every outcome write, bounded
+	// only by WriteTimeout) in a sleep instead of reporting the failure.
+	MaxRetryBackoffLimit = time.Minute
+)
+
 // MaxScopeBytesLimit is the largest Limits.MaxScopeBytes the store accepts.
 // A scope is part of the primary key, and a PostgreSQL B-tree entry must fit
 // in about a third of an 8 KiB page (2704 bytes); a larger limit would let a
@@ -73,8 +96,9 @@ type Config struct {
 	Limits store.Limits
 	// PollInterval is how often Wait re-reads the record it waits for, in
 	// case a notification is lost (listener reconnecting). Notifications
-	// wake waiters at once; this only bounds the delay when they fail.
-	// Defaults to DefaultPollInterval.
+	// wake waiters at once; this only bounds the delay when they fail. It
+	// must lie between MinPollInterval and MaxPollInterval. Defaults to
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	// WriteTimeout bounds Complete and Release, which run under
 	// context.WithoutCancel so that a caller giving up cannot lose a
@@ -97,11 +121,13 @@ type Config struct {
 	// RetryBackoff is the delay before the first retry; each later one
 	// doubles it, up to MaxRetryBackoff, and every delay is jittered (a
 	// random point between half and all of it) so that processes that
-	// failed together do not retry together. Defaults to
+	// failed together do not retry together. It must lie between
+	// MinRetryBackoff and MaxRetryBackoffLimit. Defaults to
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
-	// MaxRetryBackoff caps the delay between two retries. Defaults to
-	// DefaultMaxRetryBackoff.
+	// MaxRetryBackoff caps the delay between two retries. It must lie
+	// between RetryBackoff and MaxRetryBackoffLimit. Defaults to
+	// DefaultMaxRetryBackoff, or RetryBackoff when that is longer.
 	MaxRetryBackoff time.Duration
 	// AcquireTimeout bounds how long an operation waits for a connection
 	// of the pool, even when the caller's context has no deadline (a
@@ -206,6 +232,19 @@ func (c *Config) validate() error {
 		contract.Field{Name: "AcquireTimeout", D: c.AcquireTimeout},
 	); err != nil {
 		return err
+	}
+	for _, f := range []struct {
+		name      string
+		d, lo, hi time.Duration
+		bounds    string
+	}{
+		{"PollInterval", c.PollInterval, MinPollInterval, MaxPollInterval, "pgstore.MinPollInterval, pgstore.MaxPollInterval"},
+		{"RetryBackoff", c.RetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
+		{"MaxRetryBackoff", c.MaxRetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
+	} {
+		if f.d < f.lo || f.d > f.hi {
+			return &contract.ConfigError{Config: configName, Field: f.name, Problem: fmt.Sprintf("%s is outside %s to %s (%s)", f.d, f.lo, f.hi, f.bounds)}
+		}
 	}
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		return &contract.ConfigError{Config: configName, Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
