@@ -43,9 +43,9 @@ const (
 	DefaultMaxClaimBatch = 1000
 )
 
-// Bounds of Config's polling and retry delays. Each is a duration, so the
-// generic bound (contract.MaxDuration, 100 years) would let a mistyped
-// value through; these are the range a working deployment can use.
+// Bounds of Config's polling, retry and timeout settings. The generic bound
+// of a duration (contract.MaxDuration, 100 years) would let a mistyped value
+// through; these are the range a working deployment can use.
 const (
 	// MinPollInterval is the shortest PollInterval: every waiter re-reads
 	// its record once per interval, so a shorter one turns each waiter into
@@ -64,6 +64,26 @@ const (
 	// holds a caller without a deadline (and every outcome write, bounded
 	// only by WriteTimeout) in a sleep instead of reporting the failure.
 	MaxRetryBackoffLimit = time.Minute
+	// MinWriteTimeout is the shortest WriteTimeout: an outcome write cut
+	// shorter fails before the database can commit it, and every call's
+	// outcome is then lost after its tool ran (so the call runs again).
+	MinWriteTimeout = 100 * time.Millisecond
+	// MaxWriteTimeout is the longest WriteTimeout: an outcome write ignores
+	// the caller's cancellation, so this is how long a caller can be held
+	// by a database that does not answer.
+	MaxWriteTimeout = 10 * time.Minute
+	// MinAcquireTimeout is the shortest AcquireTimeout: a shorter one
+	// reports a store whose connections are all briefly in use, or one
+	// opening a connection, as unavailable (New itself failed so).
+	MinAcquireTimeout = 10 * time.Millisecond
+	// MaxAcquireTimeout is the longest AcquireTimeout: the bound exists so
+	// that an exhausted pool is reported instead of holding a caller
+	// without a deadline.
+	MaxAcquireTimeout = 10 * time.Minute
+	// MaxRetriesLimit is the largest MaxRetries: past it, a database that
+	// is down keeps a caller without a deadline retrying instead of
+	// hearing of it.
+	MaxRetriesLimit = 100
 )
 
 // MaxScopeBytesLimit is the largest Limits.MaxScopeBytes the store accepts.
@@ -107,7 +127,8 @@ type Config struct {
 	PollInterval time.Duration
 	// WriteTimeout bounds Complete and Release, which run under
 	// context.WithoutCancel so that a caller giving up cannot lose a
-	// finished outcome. Defaults to DefaultWriteTimeout.
+	// finished outcome. It must lie between MinWriteTimeout and
+	// MaxWriteTimeout. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// MaxRetries bounds how often one operation is sent again after a
 	// failure that cannot have taken effect: a connection lost before the
@@ -120,8 +141,8 @@ type Config struct {
 	// connection lost mid-statement; a Complete, Release or Renew that lost
 	// its acknowledgement is settled by reading the record back instead
 	// (see Complete). The caller's deadline and cancellation are never
-	// retried. Defaults to DefaultMaxRetries; set it negative for no
-	// retries.
+	// retried. At most MaxRetriesLimit. Defaults to DefaultMaxRetries; set
+	// it negative for no retries.
 	MaxRetries int
 	// RetryBackoff is the delay before the first retry; each later one
 	// doubles it, up to MaxRetryBackoff, and every delay is jittered (a
@@ -147,7 +168,8 @@ type Config struct {
 	// most a quarter more, because operations share one timer per quarter
 	// of it instead of starting one each. When every connection stayed in
 	// use, the operation fails with a *store.UnavailableError wrapping
-	// ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
+	// ErrPoolExhausted. It must lie between MinAcquireTimeout and
+	// MaxAcquireTimeout. Defaults to DefaultAcquireTimeout.
 	AcquireTimeout time.Duration
 	// Sealer, when set, encrypts every stored result at rest (package
 	// store/seal): each write of a result (Complete, CompleteTx, Put,
@@ -256,10 +278,15 @@ func (c *Config) validate() error {
 		{"PollInterval", c.PollInterval, MinPollInterval, MaxPollInterval, "pgstore.MinPollInterval, pgstore.MaxPollInterval"},
 		{"RetryBackoff", c.RetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
 		{"MaxRetryBackoff", c.MaxRetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
+		{"WriteTimeout", c.WriteTimeout, MinWriteTimeout, MaxWriteTimeout, "pgstore.MinWriteTimeout, pgstore.MaxWriteTimeout"},
+		{"AcquireTimeout", c.AcquireTimeout, MinAcquireTimeout, MaxAcquireTimeout, "pgstore.MinAcquireTimeout, pgstore.MaxAcquireTimeout"},
 	} {
 		if f.d < f.lo || f.d > f.hi {
 			return &contract.ConfigError{Config: configName, Field: f.name, Problem: fmt.Sprintf("%s is outside %s to %s (%s)", f.d, f.lo, f.hi, f.bounds)}
 		}
+	}
+	if c.MaxRetries > MaxRetriesLimit {
+		return &contract.ConfigError{Config: configName, Field: "MaxRetries", Problem: fmt.Sprintf("%d is over %d (pgstore.MaxRetriesLimit)", c.MaxRetries, MaxRetriesLimit)}
 	}
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		return &contract.ConfigError{Config: configName, Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
