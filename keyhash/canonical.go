@@ -351,7 +351,7 @@ func (c *canonicalizer) errUnexpected(want string) error {
 	if bytes.HasPrefix(c.in[c.pos:], byteOrderMark) {
 		// Named, not shown as its first byte: "byte 0xef" does not tell
 		// the sender that an editor or encoder put a BOM in front.
-		return c.errAt(c.pos, "expected "+want+", found a UTF-8 byte order mark (U+FEFF), which JSON allows only inside a string")
+		return c.errAt(c.pos, "expected "+want+", found a UTF-8 byte order mark (U+FEFF; JSON allows it only inside a string)")
 	}
 	return c.errAt(c.pos, "expected "+want+", found "+describeByte(c.in[c.pos]))
 }

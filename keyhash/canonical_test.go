@@ -252,7 +252,7 @@ func TestByteOrderMarkIsRefusedByName(t *testing.T) {
 		{"{\"a\":\xef\xbb\xbf1}", 5},
 		{"\xef\xbb\xbf\xef\xbb\xbf{}", 0},
 	} {
-		requireArgumentsError(t, tc.in, tc.offset, "byte order mark (U+FEFF)")
+		requireArgumentsError(t, tc.in, tc.offset, "found a UTF-8 byte order mark (U+FEFF")
 	}
 	requireArgumentsError(t, "\xef\xbb{}", 0, "byte 0xef") // not a whole BOM
 	out, err := Canonicalize([]byte("{\"s\":\"\xef\xbb\xbf\"}"), contract.Limits{})
