@@ -1,6 +1,7 @@
 package keyhash
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 
@@ -347,8 +348,19 @@ func (c *canonicalizer) errEnd() error {
 
 // errUnexpected reports the byte at c.pos where want was expected.
 func (c *canonicalizer) errUnexpected(want string) error {
+	if bytes.HasPrefix(c.in[c.pos:], byteOrderMark) {
+		// Named, not shown as its first byte: "byte 0xef" does not tell
+		// the sender that an editor or encoder put a BOM in front.
+		return c.errAt(c.pos, "expected "+want+", found a UTF-8 byte order mark (U+FEFF; JSON allows it only inside a string)")
+	}
 	return c.errAt(c.pos, "expected "+want+", found "+describeByte(c.in[c.pos]))
 }
+
+// byteOrderMark is U+FEFF in UTF-8. JSON text must not begin with it (RFC
+// 8259, section 8.1), and outside a string it is not white space: it is
+// refused wherever it stands there, as it always was (the key recipe is
+// frozen); only the message names it.
+var byteOrderMark = []byte("\xef\xbb\xbf")
 
 func describeByte(b byte) string {
 	if b >= 0x20 && b < 0x7f {

@@ -237,6 +237,29 @@ func TestInvalidUTF8IsRejected(t *testing.T) {
 	requireArgumentsError(t, "\xef\xbb\xbf{}", 0, "expected a value") // a byte order mark
 }
 
+// A UTF-8 byte order mark outside a string is refused as it always was
+// (same offset, same class), and the error names it instead of showing
+// "byte 0xef"; inside a string U+FEFF is a character like any other.
+func TestByteOrderMarkIsRefusedByName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in     string
+		offset int
+	}{
+		{"\xef\xbb\xbf{}", 0},
+		{"\xef\xbb\xbf", 0},
+		{" \xef\xbb\xbf{\"a\":1}", 1},
+		{"{\"a\":\xef\xbb\xbf1}", 5},
+		{"\xef\xbb\xbf\xef\xbb\xbf{}", 0},
+	} {
+		requireArgumentsError(t, tc.in, tc.offset, "found a UTF-8 byte order mark (U+FEFF")
+	}
+	requireArgumentsError(t, "\xef\xbb{}", 0, "byte 0xef") // not a whole BOM
+	out, err := Canonicalize([]byte("{\"s\":\"\xef\xbb\xbf\"}"), contract.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, "{\"s\":\"\xef\xbb\xbf\"}", string(out))
+}
+
 func TestUnpairedSurrogateEscapesAreRejected(t *testing.T) {
 	t.Parallel()
 	requireArgumentsError(t, `{"s":"\ud800"}`, 6, "unpaired high surrogate")

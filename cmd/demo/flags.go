@@ -97,6 +97,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// emptyMeans are the string flags whose empty value would read as the flag
+// left out, each with what to give instead.
+var emptyMeans = map[string]string{
+	"execution-id": "give the run's scope, or leave the flag out for a new one",
+	"database-url": "give the database's URL, or leave the flag out for the in-memory store",
+	"base-url":     "give the endpoint's base URL, or leave the flag out for " + openaimodel.DefaultBaseURL,
+	"model-name":   "give the model's name, or leave the flag out for " + defaultModelName,
+	"serve-openai": "give an address such as 127.0.0.1:8080, or leave the flag out",
+}
+
 // check refuses flags that cannot work together, and values that cannot
 // work (a scope the store refuses, a schema name, a database URL or an
 // address that cannot be used), so that they are a usage error (exit status
@@ -105,6 +115,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 func (o *options) check(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %s (%d in all); the demo takes flags only", contract.Quote(fs.Arg(0)), fs.NArg())
+	}
+	// A flag given empty is refused, not read as the flag left out: an
+	// unset variable in -execution-id "$RUN" ran in a new scope (nothing to
+	// replay), in -database-url in memory, in -base-url against OpenAI.
+	var empty error
+	fs.Visit(func(f *flag.Flag) {
+		if what, ok := emptyMeans[f.Name]; ok && empty == nil && f.Value.String() == "" {
+			empty = fmt.Errorf("-%s is empty: %s", f.Name, what)
+		}
+	})
+	if empty != nil {
+		return empty
 	}
 	if _, ok := scenarios[o.scenario]; !ok {
 		return fmt.Errorf("unknown -scenario %s; one of: %s", contract.Quote(o.scenario), scenarioList())

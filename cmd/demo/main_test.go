@@ -109,6 +109,25 @@ func TestFlagsRefuseAnUnknownScenario(t *testing.T) {
 	require.Contains(t, stderr.String(), "clean, failure, mismatch, retry")
 }
 
+// A flag given empty is a usage error, not the flag left out: an unset
+// variable in -execution-id "$RUN" ran in a new scope, so the second run
+// meant to replay ran every call again.
+func TestFlagsGivenEmptyAreRefused(t *testing.T) {
+	t.Parallel()
+	for want, args := range map[string][]string{
+		"-execution-id is empty: ": {"-execution-id", ""},
+		"-database-url is empty: ": {"-database-url="},
+		"-base-url is empty: ":     {"-model", "openai", "-base-url", ""},
+		"-model-name is empty: ":   {"-model", "openai", "-model-name", ""},
+		"-serve-openai is empty: ": {"-serve-openai", ""},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(args, &stderr)
+		require.ErrorContains(t, err, want, "%q", args)
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+	}
+}
+
 func TestRanTimesSaysTimeOrTimes(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "send_mail ran 0 times", ranTimes("send_mail", 0))

@@ -222,6 +222,15 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 			return cfg, false, usagef("%s needs -%s", spec.name, name)
 		}
 	}
+	var empty error
+	fs.Visit(func(f *flag.Flag) { // in lexical order: the first is reported
+		if meaning, ok := leftOut[f.Name]; ok && empty == nil && f.Value.String() == "" && !slices.Contains(spec.required, f.Name) {
+			empty = usagef("-%s is empty: %s", f.Name, meaning)
+		}
+	})
+	if empty != nil {
+		return cfg, false, empty
+	}
 	// -database-url given empty is refused (run), never taken to mean
 	// $DATABASE_URL: `-database-url "$STAGING_URL"` with the variable unset
 	// must not delete scopes or resolve records wherever $DATABASE_URL
@@ -230,6 +239,24 @@ func parse(args []string, stderr io.Writer) (cfg config, help bool, err error) {
 		cfg.databaseURL = os.Getenv("DATABASE_URL")
 	}
 	return cfg, false, nil
+}
+
+// leftOut are the optional string flags whose empty value would read as
+// the flag left out, each with what to do instead. Given empty, such a flag
+// is refused: an empty value is most often a variable that was not set
+// (-id "$CALL_ID", -scope "$RUN"), and reading it as the flag left out would
+// answer for another call (a key without its invocation id), another
+// listing (every scope), or keys from the environment. -database-url is
+// refused the same way, by run. Required flags given empty say they are
+// needed (flagEmpty).
+var leftOut = map[string]string{
+	"scope":          "give the scope, or leave the flag out to list every scope",
+	"id":             "give the call's invocation id, or leave the flag out for a call without one",
+	"args":           "give the arguments as JSON ('{}' for none), or leave the flag out",
+	"args-file":      "give the file's name (- for standard input), or leave the flag out",
+	"after":          "give the cursor a full page printed, or leave the flag out for the first page",
+	"seal-keys-file": "give the file's name, or leave the flag out to use $" + envSealKeys,
+	"seal-current":   "give the current key's id, or leave the flag out to use $" + envSealCurrent,
 }
 
 // globalFlags are the flags every command takes.

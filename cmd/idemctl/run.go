@@ -28,7 +28,7 @@ var exitCodes = []struct {
 }{
 	{exitOK, "done (list: whether or not anything needs attention; ready: the role has every privilege it needs)"},
 	{exitFail, "the command failed: the database could not be reached or refused the login or a statement (permission denied), the schema is not migrated, a resolution was refused (the record changed since it was listed, is completed, or is gone), ready found privileges missing, or reseal found results that do not open"},
-	{exitUsage, "called wrongly: unknown command or flag, a flag the command does not take, a missing or bad value (-schema, -key, -token, -after, a duration, the seal keys), malformed database URL, no database URL"},
+	{exitUsage, "called wrongly: unknown command or flag, a flag the command does not take, a missing, empty or bad value (-schema, -key, -token, -after, a duration, the seal keys), malformed database URL, no database URL"},
 }
 
 // env is what a command runs with: the parsed command line, the open

@@ -69,6 +69,39 @@ func TestEmptyDatabaseURLFlagIsRefusedNotTakenFromTheEnvironment(t *testing.T) {
 	requireOneLineFailure(t, runCtl("counts"), exitFail, "cannot reach the database")
 }
 
+// An optional flag given empty is a usage error, never read as the flag
+// left out: `key -id "$CALL_ID"` with the variable unset printed the key of a
+// call without an invocation id (another call's), `list -scope "$RUN"` listed
+// every scope, and an empty -seal-keys-file took the keys of the
+// environment. The flag left out keeps its meaning.
+func TestOptionalFlagsGivenEmptyAreUsageErrors(t *testing.T) {
+	// Not parallel: it sets the process's environment. The environment's
+	// database is unreachable and its keys are good: a command that used
+	// them would fail with exit status 1 trying to connect.
+	t.Setenv("DATABASE_URL", "postgres://u:s3cr3t@127.0.0.1:1/prod?connect_timeout=1")
+	k := newSealKeys(t)
+	t.Setenv(envSealKeys, strings.ReplaceAll(k.text, "\n", ","))
+	t.Setenv(envSealCurrent, "2")
+	for want, args := range map[string][]string{
+		"-id is empty":             {"key", "-scope", "run-1", "-tool", "send_mail", "-id", ""},
+		"-args is empty":           {"key", "-scope", "run-1", "-tool", "send_mail", "-args="},
+		"-args-file is empty":      {"key", "-scope", "run-1", "-tool", "send_mail", "-args-file", ""},
+		"-scope is empty":          {"list", "-scope", ""},
+		"-after is empty":          {"list", "-after="},
+		"-seal-keys-file is empty": {"reseal", "-seal-keys-file", ""},
+		"-seal-current is empty":   {"reseal", "-seal-current", ""},
+	} {
+		requireUsage(t, runCtl(args...), want)
+	}
+	requireUsage(t, runCtl("key", "-scope", "", "-tool", "send_mail"), "key needs -scope")
+
+	// Left out, each keeps its meaning.
+	r := runCtl("key", "-scope", "run-1", "-tool", "send_mail")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	requireOneLineFailure(t, runCtl("list"), exitFail, "cannot reach the database")
+	requireOneLineFailure(t, runCtl("reseal"), exitFail, "cannot reach the database")
+}
+
 func TestUnreachableServerIsOneLine(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -59,6 +59,14 @@ func flagProblem(err error, bad string) string {
 	return contract.Quote(msg)
 }
 
+// emptyMeans are the string flags whose empty value would read as the flag
+// left out, each with what to give instead.
+var emptyMeans = map[string]string{
+	"database-url": "give the database's URL, or leave the flag out to keep outcomes in memory",
+	"listen":       "give an address such as 127.0.0.1:8931, or leave the flag out to serve over stdio",
+	"upstream-url": "give the upstream's URL, or leave the flag out and give its command",
+}
+
 // parseFlags reads the command line. Errors, each one line, and -h are
 // written to stderr.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -96,6 +104,20 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 			return options{}, err
 		}
 		fmt.Fprintln(stderr, "mcpproxy: "+flagProblem(err, bad))
+		return options{}, errUsage
+	}
+	// A flag given empty is refused, not read as the flag left out: an unset
+	// variable in -database-url "$DATABASE_URL" would keep every outcome in
+	// memory, lost at the next restart, while the operator counts on
+	// PostgreSQL.
+	var empty string
+	fs.Visit(func(f *flag.Flag) {
+		if what, ok := emptyMeans[f.Name]; ok && empty == "" && f.Value.String() == "" {
+			empty = "-" + f.Name + " is empty: " + what
+		}
+	})
+	if empty != "" {
+		fmt.Fprintln(stderr, "mcpproxy: "+empty)
 		return options{}, errUsage
 	}
 	if err := schema.Validate(o.schema); err != nil {

@@ -38,6 +38,28 @@ func TestFlagsNeedExactlyOneUpstream(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 }
 
+// A flag given empty is a usage error, not the flag left out: an unset
+// variable in -database-url "$DATABASE_URL" kept every outcome in memory.
+func TestFlagsGivenEmptyAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-database-url", "", "--", "server"},
+		{"-database-url=", "--", "server"},
+		{"-listen", "", "--", "server"},
+		{"-upstream-url", "", "--", "server"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(args, &stderr)
+		require.ErrorIs(t, err, errUsage, "%q", args)
+		require.Contains(t, stderr.String(), "is empty: ", "%q", args)
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+	}
+	o, err := parseFlags([]string{"--", "server"}, io.Discard)
+	require.NoError(t, err, "left out, each keeps its meaning")
+	require.Empty(t, o.databaseURL)
+	require.Empty(t, o.listen)
+}
+
 func TestBadDatabaseURLIsRefusedWithoutEchoingIt(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer

@@ -169,6 +169,11 @@ func TestMalformedBodyIsTransient(t *testing.T) {
 		"a tool call without a function":  {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function"}]}}]}`},
 		"a function name a number":        {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":123,"arguments":"{}"}}]}}]}`},
 		"a tool call id a number":         {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":5,"type":"function","function":{"name":"t","arguments":"{}"}}]}}]}`},
+		// Arguments that are neither a string nor an object: the SDK
+		// turned them into their text, taken for the model's arguments.
+		"arguments a number":  {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":123}}]}}]}`},
+		"arguments a boolean": {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":true}}]}}]}`},
+		"arguments an array":  {Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":["x"]}}]}}]}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -164,12 +164,14 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 			}
 			given[id] = true
 		}
+		args, ok := arguments(tc.Function.JSON.Arguments, tc.Function.Arguments)
+		if !ok {
+			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s arguments has the wrong type")
+		}
 		call := executor.Call{
 			ProviderCallID: id, // the provider's call id: pairs the result, never keys it
 			Tool:           tc.Function.Name,
-		}
-		if tc.Function.Arguments != "" {
-			call.Args = json.RawMessage(tc.Function.Arguments)
+			Args:           args,
 		}
 		resp.ToolCalls = append(resp.ToolCalls, call)
 	}
@@ -209,6 +211,31 @@ func brokenField(fields ...namedField) string {
 		}
 	}
 	return ""
+}
+
+// arguments reads a tool call's arguments: a JSON string holding them, as
+// the API specifies, or (deliberately accepted) the JSON object itself,
+// which llama.cpp's server and text-generation-inference have sent in its
+// place. The object is the model's arguments as they are, so it is taken
+// byte for byte, and its canonical form, hence the call's key, is the same
+// as that of the string holding it. An omitted or null value is no
+// arguments. Any other type (a number, a boolean, an array: the SDK turns
+// them into their text) is not arguments at all: ok is false, and the reply
+// is malformed, as a field of the wrong type is.
+func arguments(field respjson.Field, decoded string) (args json.RawMessage, ok bool) {
+	raw := strings.TrimLeft(field.Raw(), " \t\r\n")
+	switch {
+	case raw == respjson.Omitted || raw == respjson.Null:
+		return nil, true
+	case strings.HasPrefix(raw, `"`):
+		if decoded == "" {
+			return nil, true
+		}
+		return json.RawMessage(decoded), true
+	case strings.HasPrefix(raw, "{"):
+		return json.RawMessage(raw), true
+	}
+	return nil, false
 }
 
 // invalid is the permanent error of a request that cannot be sent.

@@ -13,6 +13,7 @@ import (
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/runtime/openaimodel"
 	"github.com/idemstore/idemstore/runtime/openaimodel/openaitest"
+	"github.com/idemstore/idemstore/store"
 )
 
 func TestRecordedParallelToolCallsKeepTheirProviderIDs(t *testing.T) {
@@ -203,4 +204,37 @@ func TestErrorsQuoteHugeValuesAsABoundedPrefix(t *testing.T) {
 	_, err = openaimodel.New(&openaimodel.Config{Model: "m", BaseURL: huge + "://host/v1"})
 	require.ErrorIs(t, err, openaimodel.ErrInvalidConfig)
 	require.Less(t, len(err.Error()), 1024, "the scheme")
+}
+
+// Arguments sent as the JSON object itself, not as a string holding it (as
+// llama.cpp's server and text-generation-inference have sent them), are
+// taken on purpose: byte for byte, and with the key the same call has when
+// its arguments come as a string, so a retry against a spec-following
+// server replays it. Omitted or null arguments are none.
+func TestToolCallArgumentsSentAsAnObjectHaveTheKeyOfTheStringForm(t *testing.T) {
+	t.Parallel()
+	reply := func(args string) openaitest.Reply {
+		return openaitest.Reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[` +
+			`{"id":"c","type":"function","function":{"name":"send_mail","arguments":` + args + `}}]}}]}`}
+	}
+	ask := func(args string) executor.Call {
+		t.Helper()
+		b := setup(t, openaitest.Script(reply(args)))
+		resp, err := b.ask(t)
+		require.NoError(t, err, args)
+		require.Len(t, resp.ToolCalls, 1, args)
+		return resp.ToolCalls[0]
+	}
+	asObject := ask(` {"to": "ada@example.com", "n": 1.0}`)
+	require.Equal(t, `{"to": "ada@example.com", "n": 1.0}`, string(asObject.Args), "byte for byte")
+	asString := ask(`"{\"n\":1,\"to\":\"ada@example.com\"}"`)
+	objectEntry, err := executor.EntryOf(asObject, store.Limits{})
+	require.NoError(t, err)
+	stringEntry, err := executor.EntryOf(asString, store.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, stringEntry.Key, objectEntry.Key)
+	require.Equal(t, stringEntry.Fingerprint, objectEntry.Fingerprint)
+	for _, none := range []string{`null`, `""`} {
+		require.Empty(t, ask(none).Args, none)
+	}
 }

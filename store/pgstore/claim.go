@@ -114,12 +114,17 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 // ClaimMany claims each entry as Claim does, in one statement (one round
 // trip for a turn's misses; idem_claim_many), after one input check of the
 // whole batch: bad input in any entry refuses it before anything is
-// written. An entry refused on its own (a fingerprint mismatch, a result
-// that does not open) gets its error in ClaimResult.Err. The batch draws one nonce, and is sent again
-// with it after a connection lost mid-statement, as Claim is.
+// written, and so is a batch of more than Config.MaxClaimBatch entries
+// (a *store.LimitError naming MaxClaimBatch). An entry refused on its own (a
+// fingerprint mismatch, a result that does not open) gets its error in
+// ClaimResult.Err. The batch draws one nonce, and is sent again with it
+// after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
+	}
+	if len(es) > s.maxClaimBatch {
+		return nil, &store.LimitError{Limit: "MaxClaimBatch", Value: len(es), Max: s.maxClaimBatch}
 	}
 	if err := store.CheckDistinct(es); err != nil {
 		return nil, err

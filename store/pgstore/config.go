@@ -36,6 +36,54 @@ const (
 	// ErrPoolExhausted instead of hanging a caller without a
 	// deadline.
 	DefaultAcquireTimeout = 5 * time.Second
+	// DefaultMaxClaimBatch is the most entries one ClaimMany takes: far
+	// more calls than a model's turn asks for, few enough that the one
+	// statement claiming them (about 0.15 ms a call, in one transaction
+	// holding every row it claimed) ends within a fraction of a second.
+	DefaultMaxClaimBatch = 1000
+)
+
+// Bounds of Config's polling, retry and timeout settings. The generic bound
+// of a duration (contract.MaxDuration, 100 years) would let a mistyped value
+// through; these are the range a working deployment can use.
+const (
+	// MinPollInterval is the shortest PollInterval: every waiter re-reads
+	// its record once per interval, so a shorter one turns each waiter into
+	// a loop of queries against the database.
+	MinPollInterval = 10 * time.Millisecond
+	// MaxPollInterval is the longest PollInterval. A waiter whose wake-up
+	// was lost, or whose listener cannot listen, learns of the outcome only
+	// at its next poll; an hour is already as good as no polling.
+	MaxPollInterval = time.Hour
+	// MinRetryBackoff is the shortest RetryBackoff: a retry sent sooner
+	// meets the same dropped connection or deadlock, and the jitter that
+	// keeps processes apart has no room.
+	MinRetryBackoff = time.Millisecond
+	// MaxRetryBackoffLimit is the longest RetryBackoff and MaxRetryBackoff.
+	// A retry waits out a failover or a burst of deadlocks; a longer delay
+	// holds a caller without a deadline (and every outcome write, bounded
+	// only by WriteTimeout) in a sleep instead of reporting the failure.
+	MaxRetryBackoffLimit = time.Minute
+	// MinWriteTimeout is the shortest WriteTimeout: an outcome write cut
+	// shorter fails before the database can commit it, and every call's
+	// outcome is then lost after its tool ran (so the call runs again).
+	MinWriteTimeout = 100 * time.Millisecond
+	// MaxWriteTimeout is the longest WriteTimeout: an outcome write ignores
+	// the caller's cancellation, so this is how long a caller can be held
+	// by a database that does not answer.
+	MaxWriteTimeout = 10 * time.Minute
+	// MinAcquireTimeout is the shortest AcquireTimeout: a shorter one
+	// reports a store whose connections are all briefly in use, or one
+	// opening a connection, as unavailable (New itself failed so).
+	MinAcquireTimeout = 10 * time.Millisecond
+	// MaxAcquireTimeout is the longest AcquireTimeout: the bound exists so
+	// that an exhausted pool is reported instead of holding a caller
+	// without a deadline.
+	MaxAcquireTimeout = 10 * time.Minute
+	// MaxRetriesLimit is the largest MaxRetries: past it, a database that
+	// is down keeps a caller without a deadline retrying instead of
+	// hearing of it.
+	MaxRetriesLimit = 100
 )
 
 // MaxScopeBytesLimit is the largest Limits.MaxScopeBytes the store accepts.
@@ -73,12 +121,14 @@ type Config struct {
 	Limits store.Limits
 	// PollInterval is how often Wait re-reads the record it waits for, in
 	// case a notification is lost (listener reconnecting). Notifications
-	// wake waiters at once; this only bounds the delay when they fail.
-	// Defaults to DefaultPollInterval.
+	// wake waiters at once; this only bounds the delay when they fail. It
+	// must lie between MinPollInterval and MaxPollInterval. Defaults to
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	// WriteTimeout bounds Complete and Release, which run under
 	// context.WithoutCancel so that a caller giving up cannot lose a
-	// finished outcome. Defaults to DefaultWriteTimeout.
+	// finished outcome. It must lie between MinWriteTimeout and
+	// MaxWriteTimeout. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// MaxRetries bounds how often one operation is sent again after a
 	// failure that cannot have taken effect: a connection lost before the
@@ -91,25 +141,35 @@ type Config struct {
 	// connection lost mid-statement; a Complete, Release or Renew that lost
 	// its acknowledgement is settled by reading the record back instead
 	// (see Complete). The caller's deadline and cancellation are never
-	// retried. Defaults to DefaultMaxRetries; set it negative for no
-	// retries.
+	// retried. At most MaxRetriesLimit. Defaults to DefaultMaxRetries; set
+	// it negative for no retries.
 	MaxRetries int
 	// RetryBackoff is the delay before the first retry; each later one
 	// doubles it, up to MaxRetryBackoff, and every delay is jittered (a
 	// random point between half and all of it) so that processes that
-	// failed together do not retry together. Defaults to
+	// failed together do not retry together. It must lie between
+	// MinRetryBackoff and MaxRetryBackoffLimit. Defaults to
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
-	// MaxRetryBackoff caps the delay between two retries. Defaults to
-	// DefaultMaxRetryBackoff.
+	// MaxRetryBackoff caps the delay between two retries. It must lie
+	// between RetryBackoff and MaxRetryBackoffLimit. Defaults to
+	// DefaultMaxRetryBackoff, or RetryBackoff when that is longer.
 	MaxRetryBackoff time.Duration
+	// MaxClaimBatch is the most entries one ClaimMany takes; a longer
+	// batch is refused with a *store.LimitError naming MaxClaimBatch before
+	// anything is sent (the executor's Prepare then runs the turn's calls
+	// one by one, each with its own Claim). The batch is one statement and
+	// one transaction, whose time and row locks grow with every entry: 20,000
+	// entries held them for seconds. Defaults to DefaultMaxClaimBatch.
+	MaxClaimBatch int
 	// AcquireTimeout bounds how long an operation waits for a connection
 	// of the pool, even when the caller's context has no deadline (a
 	// shorter deadline of the caller wins): at least AcquireTimeout, at
 	// most a quarter more, because operations share one timer per quarter
 	// of it instead of starting one each. When every connection stayed in
 	// use, the operation fails with a *store.UnavailableError wrapping
-	// ErrPoolExhausted. Defaults to DefaultAcquireTimeout.
+	// ErrPoolExhausted. It must lie between MinAcquireTimeout and
+	// MaxAcquireTimeout. Defaults to DefaultAcquireTimeout.
 	AcquireTimeout time.Duration
 	// Sealer, when set, encrypts every stored result at rest (package
 	// store/seal): each write of a result (Complete, CompleteTx, Put,
@@ -170,6 +230,9 @@ func (c *Config) withDefaults() Config {
 	if out.MaxRetryBackoff == 0 {
 		out.MaxRetryBackoff = max(DefaultMaxRetryBackoff, out.RetryBackoff)
 	}
+	if out.MaxClaimBatch == 0 {
+		out.MaxClaimBatch = DefaultMaxClaimBatch
+	}
 	if out.AcquireTimeout == 0 {
 		out.AcquireTimeout = DefaultAcquireTimeout
 	}
@@ -207,8 +270,29 @@ func (c *Config) validate() error {
 	); err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		name      string
+		d, lo, hi time.Duration
+		bounds    string
+	}{
+		{"PollInterval", c.PollInterval, MinPollInterval, MaxPollInterval, "pgstore.MinPollInterval, pgstore.MaxPollInterval"},
+		{"RetryBackoff", c.RetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
+		{"MaxRetryBackoff", c.MaxRetryBackoff, MinRetryBackoff, MaxRetryBackoffLimit, "pgstore.MinRetryBackoff, pgstore.MaxRetryBackoffLimit"},
+		{"WriteTimeout", c.WriteTimeout, MinWriteTimeout, MaxWriteTimeout, "pgstore.MinWriteTimeout, pgstore.MaxWriteTimeout"},
+		{"AcquireTimeout", c.AcquireTimeout, MinAcquireTimeout, MaxAcquireTimeout, "pgstore.MinAcquireTimeout, pgstore.MaxAcquireTimeout"},
+	} {
+		if f.d < f.lo || f.d > f.hi {
+			return &contract.ConfigError{Config: configName, Field: f.name, Problem: fmt.Sprintf("%s is outside %s to %s (%s)", f.d, f.lo, f.hi, f.bounds)}
+		}
+	}
+	if c.MaxRetries > MaxRetriesLimit {
+		return &contract.ConfigError{Config: configName, Field: "MaxRetries", Problem: fmt.Sprintf("%d is over %d (pgstore.MaxRetriesLimit)", c.MaxRetries, MaxRetriesLimit)}
+	}
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		return &contract.ConfigError{Config: configName, Field: "MaxRetryBackoff", Problem: fmt.Sprintf("%s is shorter than RetryBackoff (%s)", c.MaxRetryBackoff, c.RetryBackoff)}
+	}
+	if c.MaxClaimBatch < 0 {
+		return &contract.ConfigError{Config: configName, Field: "MaxClaimBatch", Problem: fmt.Sprintf("negative (%d)", c.MaxClaimBatch)}
 	}
 	if err := c.Limits.Validate(configName); err != nil {
 		return err

@@ -234,6 +234,91 @@ func TestNewRejectsNonsenseRetryAndPoolSettings(t *testing.T) {
 	st.Close()
 }
 
+// A poll interval or retry delay outside its documented range is refused
+// when the store is made, naming the field and the bounds: a retry delay of
+// 100 years put a caller without a deadline to sleep for good, and a poll
+// interval of 1 ns turned every waiter into a loop of queries.
+func TestNewRefusesPollIntervalAndRetryBackoffOutsideTheirBounds(t *testing.T) {
+	t.Parallel()
+	pool, schema := newSchema(t)
+	const century = 100 * 365 * 24 * time.Hour
+	for name, tc := range map[string]struct {
+		cfg   pgstore.Config
+		field string
+	}{
+		"PollInterval of 1 ns":          {pgstore.Config{PollInterval: time.Nanosecond}, "PollInterval"},
+		"PollInterval just too short":   {pgstore.Config{PollInterval: pgstore.MinPollInterval - 1}, "PollInterval"},
+		"PollInterval just too long":    {pgstore.Config{PollInterval: pgstore.MaxPollInterval + 1}, "PollInterval"},
+		"RetryBackoff of 100 years":     {pgstore.Config{RetryBackoff: century}, "RetryBackoff"},
+		"RetryBackoff of 1 ns":          {pgstore.Config{RetryBackoff: time.Nanosecond}, "RetryBackoff"},
+		"RetryBackoff just too long":    {pgstore.Config{RetryBackoff: pgstore.MaxRetryBackoffLimit + 1}, "RetryBackoff"},
+		"MaxRetryBackoff of 100 years":  {pgstore.Config{MaxRetryBackoff: century}, "MaxRetryBackoff"},
+		"both of 100 years":             {pgstore.Config{RetryBackoff: century, MaxRetryBackoff: century}, "RetryBackoff"},
+		"MaxRetryBackoff under minimum": {pgstore.Config{RetryBackoff: time.Nanosecond, MaxRetryBackoff: time.Nanosecond}, "RetryBackoff"},
+	} {
+		cfg := tc.cfg
+		cfg.Schema = schema
+		_, err := pgstore.New(context.Background(), pool, &cfg)
+		var ce *store.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, tc.field, ce.Field, name)
+		require.Contains(t, ce.Problem, "outside", name)
+		require.Contains(t, ce.Problem, "pgstore.M", name, "names the bounds")
+		require.Equal(t, contract.ClassBadCall, contract.ClassOf(err), name)
+	}
+	for name, cfg := range map[string]pgstore.Config{
+		"the shortest": {PollInterval: pgstore.MinPollInterval, RetryBackoff: pgstore.MinRetryBackoff, MaxRetryBackoff: pgstore.MinRetryBackoff},
+		"the longest":  {PollInterval: pgstore.MaxPollInterval, RetryBackoff: pgstore.MaxRetryBackoffLimit, MaxRetryBackoff: pgstore.MaxRetryBackoffLimit},
+	} {
+		cfg.Schema = schema
+		st, err := pgstore.New(context.Background(), pool, &cfg)
+		require.NoError(t, err, name)
+		st.Close()
+	}
+}
+
+// Timeouts and a retry count outside their documented range are refused
+// when the store is made, naming the field: a WriteTimeout of 1 ns failed
+// every outcome write after its tool ran (so every call would run again), an
+// AcquireTimeout of 1 ns made New report the database unavailable, and a
+// huge WriteTimeout, AcquireTimeout or MaxRetries held a caller that cannot
+// cancel (an outcome write) or has no deadline for good.
+func TestNewRefusesTimeoutsAndRetriesOutsideTheirBounds(t *testing.T) {
+	t.Parallel()
+	pool, schema := newSchema(t)
+	const century = 100 * 365 * 24 * time.Hour
+	for name, tc := range map[string]struct {
+		cfg   pgstore.Config
+		field string
+	}{
+		"WriteTimeout of 1 ns":          {pgstore.Config{WriteTimeout: time.Nanosecond}, "WriteTimeout"},
+		"WriteTimeout just too short":   {pgstore.Config{WriteTimeout: pgstore.MinWriteTimeout - 1}, "WriteTimeout"},
+		"WriteTimeout of 100 years":     {pgstore.Config{WriteTimeout: century}, "WriteTimeout"},
+		"AcquireTimeout of 1 ns":        {pgstore.Config{AcquireTimeout: time.Nanosecond}, "AcquireTimeout"},
+		"AcquireTimeout just too long":  {pgstore.Config{AcquireTimeout: pgstore.MaxAcquireTimeout + 1}, "AcquireTimeout"},
+		"MaxRetries of MaxInt":          {pgstore.Config{MaxRetries: math.MaxInt}, "MaxRetries"},
+		"MaxRetries one over the limit": {pgstore.Config{MaxRetries: pgstore.MaxRetriesLimit + 1}, "MaxRetries"},
+	} {
+		cfg := tc.cfg
+		cfg.Schema = schema
+		_, err := pgstore.New(context.Background(), pool, &cfg)
+		var ce *store.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, tc.field, ce.Field, name)
+		require.Contains(t, ce.Problem, "pgstore.M", name, "names the bound")
+		require.Equal(t, contract.ClassBadCall, contract.ClassOf(err), name)
+	}
+	for name, cfg := range map[string]pgstore.Config{
+		"the shortest": {WriteTimeout: pgstore.MinWriteTimeout, AcquireTimeout: pgstore.MinAcquireTimeout, MaxRetries: -1},
+		"the longest":  {WriteTimeout: pgstore.MaxWriteTimeout, AcquireTimeout: pgstore.MaxAcquireTimeout, MaxRetries: pgstore.MaxRetriesLimit},
+	} {
+		cfg.Schema = schema
+		st, err := pgstore.New(context.Background(), pool, &cfg)
+		require.NoError(t, err, name)
+		st.Close()
+	}
+}
+
 // Limits whose result and tool name could not travel to PostgreSQL in one
 // statement are refused when the store is made, naming the field and the
 // bound: a result the store accepted must never fail on its way to the

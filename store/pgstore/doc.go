@@ -75,7 +75,9 @@
 // anything is sent. New refuses, with a *store.ConfigError, a MaxScopeBytes
 // over MaxScopeBytesLimit (a scope must fit a primary-key entry) and a
 // MaxResultBytes plus MaxToolBytes over MaxResultAndToolBytes (1 GiB less
-// 1 MiB: one statement carries at most 1 GiB to PostgreSQL).
+// 1 MiB: one statement carries at most 1 GiB to PostgreSQL). A ClaimMany
+// of more than Config.MaxClaimBatch entries (DefaultMaxClaimBatch, 1,000)
+// is refused with a *store.LimitError: it would be one long transaction.
 //
 // Citus. Distribute the schema with migrations.Distribute: the tables are
 // hash-distributed by scope and colocated, and the functions are delegated

@@ -54,6 +54,7 @@ type Store struct {
 	retryBackoff    time.Duration
 	maxRetryBackoff time.Duration
 	acquireTimeout  time.Duration
+	maxClaimBatch   int          // Config.MaxClaimBatch
 	bound           acquireBound // the acquires' shared deadline (acquireTimeout)
 
 	waiters  waiters
@@ -106,6 +107,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		retryBackoff:    c.RetryBackoff,
 		maxRetryBackoff: c.MaxRetryBackoff,
 		acquireTimeout:  c.AcquireTimeout,
+		maxClaimBatch:   c.MaxClaimBatch,
 	}
 	s.bound.timeout = c.AcquireTimeout
 	if c.ConfirmReads {
