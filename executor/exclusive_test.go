@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -223,4 +224,40 @@ func TestFailedCallReleasesClaimSoNextCallerRuns(t *testing.T) {
 			require.EqualValues(t, 2, st.Claims)
 		})
 	}
+}
+
+// A probe only sees stored outcomes, so in probe-then-store mode another
+// call's live claim on the same id (an exclusive-mode executor on the same
+// scope) is found only when the outcome is stored: the tool has run, the
+// caller gets an OutcomeNotStoredError wrapping the mismatch, and the
+// claim and its outcome are untouched (documented in guarantees.md).
+func TestProbeThenStoreFindsAnotherCallsClaimOnlyWhenItStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Mode: ModeProbeThenStore})
+	ctx := context.Background()
+	g := newGate()
+	holder := &countingTool{behave: func(context.Context, Call) (Result, error) {
+		g.wait()
+		return Result{Output: []byte("claimed")}, nil
+	}}
+	exclusive := b.newExec(t, holder, &Config{Mode: ModeExclusive})
+	claimed := Call{Tool: "send_mail", InvocationID: "call-1", Args: json.RawMessage(`{"to":"a"}`)}
+	first := goExecute(ctx, exclusive, claimed)
+	g.awaitStart(t)
+
+	other := Call{Tool: "send_mail", InvocationID: "call-1", Args: json.RawMessage(`{"to":"b"}`)}
+	res, err := b.exec.Execute(ctx, other)
+	var notStored *OutcomeNotStoredError
+	require.ErrorAs(t, err, &notStored)
+	require.ErrorIs(t, err, store.ErrFingerprintMismatch)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "the probe saw no stored outcome, so the tool ran")
+	require.Equal(t, notStored.Result, res)
+
+	g.release()
+	r := await(t, first)
+	require.NoError(t, r.err)
+	again, err := exclusive.Execute(ctx, claimed)
+	require.NoError(t, err)
+	require.Equal(t, Result{Output: []byte("claimed"), Replayed: true}, again)
+	require.EqualValues(t, 1, holder.runs.Load())
 }
