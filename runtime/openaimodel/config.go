@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -142,6 +143,11 @@ func (c Config) withDefaults(baseURL *url.URL) Config {
 func (c Config) validate() (*url.URL, error) {
 	if c.Model == "" {
 		return nil, &ConfigError{Field: "Model", Problem: "required (the model name the endpoint knows)"}
+	}
+	if strings.TrimSpace(c.Model) == "" {
+		// Sent as it is, a blank name fails every call at the server with
+		// a 400 the caller reads as the model's fault, not the config's.
+		return nil, &ConfigError{Field: "Model", Problem: "blank (only white space)"}
 	}
 	raw := c.BaseURL
 	if raw == "" {

@@ -22,6 +22,7 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 	}{
 		{"nil", nil, "Model", "required (the model name the endpoint knows)"},
 		{"no model", &openaimodel.Config{}, "Model", "required (the model name the endpoint knows)"},
+		{"blank model", &openaimodel.Config{Model: " \t\n"}, "Model", "blank (only white space)"},
 		{"not a URL", &openaimodel.Config{Model: "m", BaseURL: "http://[::1"}, "BaseURL", "not a URL"},
 		{"no scheme", &openaimodel.Config{Model: "m", BaseURL: "localhost:8080/v1"}, "BaseURL", `scheme must be http or https, got "localhost"`},
 		{"ftp", &openaimodel.Config{Model: "m", BaseURL: "ftp://example.com/v1"}, "BaseURL", `scheme must be http or https, got "ftp"`},
