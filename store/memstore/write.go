@@ -39,9 +39,10 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 		now := s.clock.Now()
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		var replaced *entry // a released record, which the new one replaces
 		if old := sc.records[e.Key]; old != nil {
 			if old.rec.Status == store.StatusReleased {
-				s.removeEntry(sc, e.Key, old)
+				replaced = old
 			} else {
 				if old.rec.Fingerprint != e.Fingerprint {
 					sh.mu.Unlock()
@@ -56,10 +57,11 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 				return rec, false, nil
 			}
 		}
-		if err := s.reserve(1, cost); err != nil {
+		n, b := growth(replaced, cost)
+		if err := s.reserve(n, b); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
+			if err := s.makeRoom(round, scopeName, n, b, err); err != nil {
 				return store.Record{}, false, err
 			}
 			continue
@@ -117,8 +119,9 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 		now := s.clock.Now()
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		var replaced *entry // another call's failure: as if absent, and replaced
 		if old := sc.records[e.Key]; old != nil && old.rec.Status == store.StatusReleased && old.rec.Fingerprint != e.Fingerprint {
-			s.removeEntry(sc, e.Key, old) // another call's failure: as if absent
+			replaced = old
 		} else if old != nil {
 			if old.rec.Fingerprint != e.Fingerprint {
 				sh.mu.Unlock()
@@ -165,10 +168,11 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 			}
 			return res, nil
 		}
-		if err := s.reserve(1, cost); err != nil {
+		n, b := growth(replaced, cost)
+		if err := s.reserve(n, b); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
+			if err := s.makeRoom(round, scopeName, n, b, err); err != nil {
 				return store.ClaimResult{}, err
 			}
 			continue
