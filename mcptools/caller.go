@@ -81,8 +81,14 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		// Not sent: nothing can have run.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), context.Cause(ctx))
+		// Not sent: nothing can have run. The error matches ctx.Err(), as
+		// every ended context's does (contract.Interrupted), and the cause
+		// the caller gave: the cause alone matched neither
+		// context.Canceled nor context.DeadlineExceeded.
+		if cause := context.Cause(ctx); cause != nil && cause != err {
+			return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), err, cause)
+		}
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), err)
 	}
 	p := callParamsFrom(ctx)
 	params := &mcp.CallToolParams{
