@@ -147,6 +147,29 @@ func TestCallerRefusesInvalidArgumentsWithoutSendingThem(t *testing.T) {
 	require.Equal(t, 1, calls)
 }
 
+// Arguments with invalid UTF-8 in a string are not JSON (JSON is UTF-8),
+// though encoding/json takes them: the Caller refuses them as keyhash does,
+// with the offset of the bad byte, and sends nothing. They were sent, and a
+// server's decoder turned the byte into U+FFFD, running the tool on other
+// arguments than the caller's.
+func TestCallerRefusesArgumentsWithInvalidUTF8WithoutSendingThem(t *testing.T) {
+	t.Parallel()
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls))
+	require.NoError(t, err)
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage("{\"to\":\"ad\xffa\"}")})
+	var ae *contract.ArgumentsError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 9, ae.Offset)
+	require.Contains(t, ae.Problem, "UTF-8")
+	require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+	require.Zero(t, calls, "nothing was sent")
+
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{"to":"adé"}`)})
+	require.NoError(t, err, "valid UTF-8 is sent")
+	require.Equal(t, 1, calls)
+}
+
 func TestCallerSendsWhiteSpaceArgumentsAsAbsentNotAsInvalidJSON(t *testing.T) {
 	t.Parallel()
 	var calls int
