@@ -127,6 +127,22 @@ func TestQuoteBoundsWhatAnErrorEchoes(t *testing.T) {
 	require.Less(t, len(err.Error()), 300)
 }
 
+// A long value that is not UTF-8 (continuation bytes only, which have no
+// rune start to cut at) is quoted as a bounded prefix of its bytes, escaped:
+// its quote was "", which showed an invalid value as an empty one.
+func TestQuoteOfALongValueThatIsNotUTF8ShowsItsFirstBytes(t *testing.T) {
+	t.Parallel()
+	garbage := strings.Repeat("\x80", 1000)
+	q := contract.Quote(garbage)
+	require.True(t, strings.HasPrefix(q, `"\x80\x80`), q)
+	require.True(t, strings.HasSuffix(q, "… (1000 bytes)"), q)
+	require.Less(t, len(q), 5*contract.MaxQuoted)
+	// Valid UTF-8 is still cut at a rune boundary.
+	q = contract.Quote(strings.Repeat("€", 100))
+	require.NotContains(t, q, "\\x")
+	require.True(t, strings.HasPrefix(q, `"€€`), q)
+}
+
 func TestNilContextIsATypedError(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, contract.CheckContext(context.Background()))

@@ -16,8 +16,12 @@ func Quote(v string) string {
 	if len(v) <= MaxQuoted {
 		return strconv.Quote(v)
 	}
+	// Back off to the start of the rune the cut falls in, but no further
+	// than a rune's length: bytes that are not UTF-8 (continuation bytes
+	// only) have no rune start, and the quote shrank to "", showing an
+	// invalid value as an empty one.
 	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
+	for back := 0; back < utf8.UTFMax-1 && !utf8.RuneStart(v[cut]); back++ {
 		cut--
 	}
 	return strconv.Quote(v[:cut]) + "… (" + strconv.Itoa(len(v)) + " bytes)"

@@ -40,10 +40,13 @@ type callStartKey struct{}
 // call id (gen_ai.tool.call.id) and the scope. The store's operations and
 // the tool run under it. It implements executor.Observer. A nil ctx (the
 // executor refuses such a call before it reports it) starts no span and
-// returns nil: a span needs a context to be carried in.
+// returns nil: a span needs a context to be carried in. A zero
+// Instrumentation (not made by New, which executor.New cannot tell) starts
+// no span and returns ctx: it has no tracer, and a panic here would be in
+// the call's own path.
 func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call executor.Call) context.Context {
-	if ctx == nil {
-		return nil
+	if ctx == nil || !in.made() {
+		return ctx
 	}
 	tool := spanString(call.Tool)
 	name := spanNameOp
@@ -65,8 +68,12 @@ func (in *Instrumentation) CallStarted(ctx context.Context, scope string, call e
 // CallEnded ends the call's span with what the call did (replayed, claimed,
 // waited, taken over, its outcome and key; an error with its class as
 // error.type) and records the call's metrics. It implements
-// executor.Observer. With a nil ctx it records the metrics only.
+// executor.Observer. With a nil ctx it records the metrics only; a zero
+// Instrumentation (see CallStarted) records nothing.
 func (in *Instrumentation) CallEnded(ctx context.Context, ev executor.CallEvent) {
+	if !in.made() {
+		return
+	}
 	errType := callErrorType(ev)
 	if ctx == nil {
 		in.recordCall(context.Background(), ev, errType, nil)

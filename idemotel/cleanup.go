@@ -16,11 +16,11 @@ import (
 //
 // It is safe for concurrent use. A cleaner's own RemoveExpired calls do not
 // go through a wrapped store, so they are counted here and only here. On a
-// nil *Instrumentation it returns a function that counts nothing: the
-// cleaner calls it in its own goroutine, where a panic would end the
-// process.
+// nil *Instrumentation, or a zero one (not made by New), it returns a
+// function that counts nothing: the cleaner calls it in its own goroutine,
+// where a panic would end the process.
 func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
-	if in == nil {
+	if !in.made() {
 		return func(int) {}
 	}
 	var set attribute.Set

@@ -39,8 +39,10 @@ type Config struct {
 // Instrumentation makes idemstore's spans and metrics. It implements
 // executor.Observer (a span per tool call, call metrics), wraps stores
 // (WrapStore, WrapCallStore: a span per store operation, its duration),
-// and counts cleanup removals (CleanupRemoved). Create one per process and
-// share it: it is safe for concurrent use.
+// and counts cleanup removals (CleanupRemoved). Create one per process
+// with New and share it: it is safe for concurrent use. A zero
+// Instrumentation (not made by New) has no providers: the wrappers refuse
+// it and, as an observer or a cleanup counter, it records nothing.
 type Instrumentation struct {
 	tracer trace.Tracer
 	m      instruments
@@ -90,6 +92,10 @@ func New(cfg *Config) (*Instrumentation, error) {
 	in.m = m
 	return in, nil
 }
+
+// made reports whether in was made by New: a nil or zero Instrumentation
+// has no tracer and no instruments, and every use of them would panic.
+func (in *Instrumentation) made() bool { return in != nil && in.tracer != nil }
 
 // toolNames keeps the tool names metrics may carry, each with its
 // measurement option (gen_ai.tool.name alone), made once.

@@ -77,3 +77,37 @@ func TestANilInstrumentationIsRefusedOrCountsNothing(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.NotPanics(t, func() { in.CleanupRemoved("s")(3) }, "a cleaner's goroutine would end the process")
 }
+
+// A zero Instrumentation (written as a literal instead of made by New) has
+// no tracer and no instruments: wrapping a store with it is refused with a
+// *contract.ConfigError, and as an executor's observer, or a cleaner's
+// counter, it records nothing. Every one of these panicked on first use.
+func TestAZeroInstrumentationIsRefusedOrRecordsNothing(t *testing.T) {
+	t.Parallel()
+	in := &idemotel.Instrumentation{}
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	_, err = in.WrapStore(st, nil)
+	var ce *contract.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Contains(t, ce.Problem, "New")
+	_, err = in.WrapCallStore(st, nil)
+	require.ErrorAs(t, err, &ce)
+	require.NotPanics(t, func() { in.CleanupRemoved("s")(3) }, "a cleaner's goroutine would end the process")
+
+	runs := 0
+	tool := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+		runs++
+		return executor.Result{Output: []byte("ok")}, nil
+	})
+	ex, err := executor.New(tool, st, &executor.Config{Observer: in})
+	require.NoError(t, err)
+	require.NotPanics(t, func() {
+		for range 2 {
+			res, err := ex.ForScope("run").Execute(context.Background(), executor.Call{Tool: "t", Args: []byte(`{}`)})
+			require.NoError(t, err)
+			require.Equal(t, "ok", string(res.Output))
+		}
+	})
+	require.Equal(t, 1, runs, "the call ran once and replayed, observed by nothing")
+}

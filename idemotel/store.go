@@ -217,13 +217,13 @@ func (c call) key(k keyhash.Sum) {
 // WrapCallStore returns st with a span per operation ("Claim idemstore",
 // kind client, the database client conventions' attributes) and its
 // duration in db.client.operation.duration. Give the result to the
-// executor (or runtime.Config.Store) instead of st. A nil st, or a nil
-// in, a store in already wraps, or a System or Namespace that is not valid
+// executor (or runtime.Config.Store) instead of st. A nil st, a nil in or
+// one not made by New, a store in already wraps, or a System or Namespace that is not valid
 // UTF-8 or is over 1024 bytes, is refused with a *contract.ConfigError.
 func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (store.CallStore, error) {
 	const config = "idemotel.WrapCallStore"
-	if in == nil {
-		return nil, nilInstrumentation(config)
+	if !in.made() {
+		return nil, nilInstrumentation(config, in)
 	}
 	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: config, Field: "store", Problem: "nil"}
@@ -242,8 +242,8 @@ func (in *Instrumentation) WrapCallStore(st store.CallStore, cfg *StoreConfig) (
 // what WrapCallStore refuses.
 func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.Store, error) {
 	const config = "idemotel.WrapStore"
-	if in == nil {
-		return nil, nilInstrumentation(config)
+	if !in.made() {
+		return nil, nilInstrumentation(config, in)
 	}
 	if nilness.IsNil(st) {
 		return nil, &contract.ConfigError{Config: config, Field: "store", Problem: "nil"}
@@ -256,8 +256,11 @@ func (in *Instrumentation) WrapStore(st store.Store, cfg *StoreConfig) (store.St
 }
 
 // nilInstrumentation refuses a nil *Instrumentation (one whose New error
-// was ignored): the wrapper would panic on its first operation, far from
-// the mistake.
-func nilInstrumentation(config string) error {
-	return &contract.ConfigError{Config: config, Field: "in", Problem: "nil *Instrumentation"}
+// was ignored), or a zero one (not made by New): the wrapper would panic
+// on its first operation, far from the mistake.
+func nilInstrumentation(config string, in *Instrumentation) error {
+	if in == nil {
+		return &contract.ConfigError{Config: config, Field: "in", Problem: "nil *Instrumentation"}
+	}
+	return &contract.ConfigError{Config: config, Field: "in", Problem: "an Instrumentation not made by New (it has no tracer or meter)"}
 }

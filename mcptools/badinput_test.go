@@ -15,6 +15,7 @@ import (
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/mcptools"
 	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/store/memstore"
 )
 
 // rawServer is an MCP server written by hand, for answers the SDK's server
@@ -22,6 +23,23 @@ import (
 // tools/call with the JSON result call. It counts the tools/call requests
 // it gets in *calls.
 func rawServer(t *testing.T, tools, call string, calls *int) *mcp.ClientSession {
+	t.Helper()
+	return rawServerAnswering(t, `{"tools":{}}`, func(method string) string {
+		switch method {
+		case "tools/list":
+			return `{"tools":` + tools + `}`
+		case "tools/call":
+			*calls++
+			return call
+		}
+		return `{}`
+	})
+}
+
+// rawServerAnswering is an MCP server written by hand that declares the
+// capabilities caps (a JSON object) and answers every request but
+// initialize with the JSON result answer gives for its method.
+func rawServerAnswering(t *testing.T, caps string, answer func(method string) string) *mcp.ClientSession {
 	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
@@ -40,15 +58,11 @@ func rawServer(t *testing.T, tools, call string, calls *int) *mcp.ClientSession 
 			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
 				continue // a notification
 			}
-			res := `{}`
-			switch m.Method {
-			case "initialize":
-				res = `{"protocolVersion":"` + m.Params.ProtocolVersion + `","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
-			case "tools/list":
-				res = `{"tools":` + tools + `}`
-			case "tools/call":
-				*calls++
-				res = call
+			var res string
+			if m.Method == "initialize" {
+				res = `{"protocolVersion":"` + m.Params.ProtocolVersion + `","capabilities":` + caps + `,"serverInfo":{"name":"raw","version":"1"}}`
+			} else {
+				res = answer(m.Method)
 			}
 			if _, err := serverOut.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + "}\n")); err != nil {
 				return
@@ -65,6 +79,38 @@ func rawServer(t *testing.T, tools, call string, calls *int) *mcp.ClientSession 
 		<-done
 	})
 	return cs
+}
+
+// An upstream that lists a null prompt, resource or resource template
+// (the SDK hands it on as a nil pointer) is refused by NewProxy with an
+// error naming the list and the entry, as a null tool is: it crashed the
+// proxy as it started (cmd/mcpproxy with it).
+func TestNewProxyRefusesAnUpstreamListingANullPromptOrResource(t *testing.T) {
+	t.Parallel()
+	for list, answer := range map[string]string{
+		"prompts/list":             `{"prompts":[{"name":"p"},null]}`,
+		"resources/list":           `{"resources":[null]}`,
+		"resources/templates/list": `{"resourceTemplates":[null]}`,
+	} {
+		t.Run(list, func(t *testing.T) {
+			t.Parallel()
+			cs := rawServerAnswering(t, `{"tools":{},"prompts":{},"resources":{}}`, func(method string) string {
+				switch method {
+				case list:
+					return answer
+				case "tools/list":
+					return `{"tools":[]}`
+				}
+				return `{}`
+			})
+			st, err := memstore.New(nil)
+			require.NoError(t, err)
+			p, err := mcptools.NewProxy(testContext(t), cs, &mcptools.ProxyConfig{Store: st})
+			require.Nil(t, p)
+			require.ErrorContains(t, err, list+": ")
+			require.ErrorContains(t, err, "is null")
+		})
+	}
 }
 
 func TestRegisterRefusesAToolWithoutANameBeforeRegisteringAny(t *testing.T) {
@@ -98,6 +144,29 @@ func TestCallerRefusesInvalidArgumentsWithoutSendingThem(t *testing.T) {
 	res, err := c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{"to":"ada"}`)})
 	require.NoError(t, err, "a good call still works")
 	require.False(t, res.Failed)
+	require.Equal(t, 1, calls)
+}
+
+// Arguments with invalid UTF-8 in a string are not JSON (JSON is UTF-8),
+// though encoding/json takes them: the Caller refuses them as keyhash does,
+// with the offset of the bad byte, and sends nothing. They were sent, and a
+// server's decoder turned the byte into U+FFFD, running the tool on other
+// arguments than the caller's.
+func TestCallerRefusesArgumentsWithInvalidUTF8WithoutSendingThem(t *testing.T) {
+	t.Parallel()
+	var calls int
+	c, err := mcptools.NewCaller(rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls))
+	require.NoError(t, err)
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage("{\"to\":\"ad\xffa\"}")})
+	var ae *contract.ArgumentsError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 9, ae.Offset)
+	require.Contains(t, ae.Problem, "UTF-8")
+	require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+	require.Zero(t, calls, "nothing was sent")
+
+	_, err = c.Execute(testContext(t), executor.Call{Tool: "a", Args: json.RawMessage(`{"to":"adé"}`)})
+	require.NoError(t, err, "valid UTF-8 is sent")
 	require.Equal(t, 1, calls)
 }
 

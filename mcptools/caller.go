@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,8 +37,8 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 }
 
 // Execute calls the server's tool call.Tool with call.Args. Arguments
-// that are not valid JSON are refused with a *contract.ArgumentsError, and
-// nothing is sent; all-white-space arguments are absent ones (the key of {}
+// that are not valid JSON (invalid UTF-8 in a string included) are refused
+// with a *contract.ArgumentsError, and nothing is sent; all-white-space arguments are absent ones (the key of {}
 // and null), and none are sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
 // idempotent call, and what WithCallParams put in ctx; the invocation id and
@@ -79,10 +80,23 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 			}
 			return executor.Result{}, &contract.ArgumentsError{Problem: "not valid JSON", Offset: offset}
 		}
+		// encoding/json takes invalid UTF-8 in a string (and the server's
+		// decoder turns it into U+FFFD, running the tool on other
+		// arguments than these); JSON is UTF-8, and keyhash refuses such
+		// arguments as this error.
+		if off := invalidUTF8At(call.Args); off >= 0 {
+			return executor.Result{}, &contract.ArgumentsError{Problem: "invalid UTF-8 in string", Offset: off}
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		// Not sent: nothing can have run.
-		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), context.Cause(ctx))
+		// Not sent: nothing can have run. The error matches ctx.Err(), as
+		// every ended context's does (contract.Interrupted), and the cause
+		// the caller gave: the cause alone matched neither
+		// context.Canceled nor context.DeadlineExceeded.
+		if cause := context.Cause(ctx); cause != nil && cause != err {
+			return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), err, cause)
+		}
+		return executor.Result{}, fmt.Errorf("mcptools: %s: %w", contract.Quote(name), err)
 	}
 	p := callParamsFrom(ctx)
 	params := &mcp.CallToolParams{
@@ -114,6 +128,22 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// invalidUTF8At returns the offset of the first byte of b that is not UTF-8,
+// or -1 when b is valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 // CallParams are the parts of a tools/call request other than the tool and

@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -160,6 +161,27 @@ func TestCallAfterTheCallerGaveUpIsNotSent(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotErrorIs(t, err, executor.ErrOutcomeUnknown)
 	require.Zero(t, srv.runs(t, mcptest.ToolSend))
+}
+
+// A call whose context was cancelled with a cause (context.WithCancelCause)
+// before it was sent fails with an error that matches context.Canceled, as
+// every ended context's error does, and the cause too: it matched the cause
+// alone, so a caller asking errors.Is(err, context.Canceled) did not see its
+// own cancellation.
+func TestCallCancelledWithACauseMatchesContextCanceledAndTheCause(t *testing.T) {
+	t.Parallel()
+	var calls int
+	caller, err := mcptools.NewCaller(rawServer(t, `[{"name":"a","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls))
+	require.NoError(t, err)
+	cause := errors.New("the user left")
+	ctx, cancel := context.WithCancelCause(testContext(t))
+	cancel(cause)
+	_, err = caller.Execute(ctx, executor.Call{Tool: "a"})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause)
+	require.NotErrorIs(t, err, executor.ErrOutcomeUnknown)
+	require.Equal(t, contract.ClassRetry, contract.ClassOf(err))
+	require.Zero(t, calls, "nothing was sent")
 }
 
 func TestServerDyingMidCallLeavesTheOutcomeUnknownAndTheCallIsNotRunAgain(t *testing.T) {

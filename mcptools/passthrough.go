@@ -12,11 +12,20 @@ import (
 // they are: nothing is stored, every request reaches the upstream. Their
 // _meta is forwarded without the reserved keys, like a tool call's.
 
+// A list entry that is null is refused as toolsOf refuses a null tool: the
+// SDK yields it as a nil pointer, which its Add methods and the warning
+// that names the entry would dereference, crashing NewProxy.
+
 func (p *Proxy) addPrompts(ctx context.Context) error {
+	i := 0
 	for prompt, err := range p.upstream.Prompts(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcptools: prompts/list: %w", err)
 		}
+		if prompt == nil {
+			return fmt.Errorf("mcptools: prompts/list: prompt %d is null", i)
+		}
+		i++
 		if err := guard(func() { p.server.AddPrompt(prompt, p.getPrompt) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's prompt cannot be served; left out", slog.String("prompt", prompt.Name), slog.Any("error", err))
 		}
@@ -36,18 +45,28 @@ func (p *Proxy) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 }
 
 func (p *Proxy) addResources(ctx context.Context) error {
+	i := 0
 	for res, err := range p.upstream.Resources(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcptools: resources/list: %w", err)
 		}
+		if res == nil {
+			return fmt.Errorf("mcptools: resources/list: resource %d is null", i)
+		}
+		i++
 		if err := guard(func() { p.server.AddResource(res, p.readResource) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's resource cannot be served; left out", slog.String("uri", res.URI), slog.Any("error", err))
 		}
 	}
+	i = 0
 	for tmpl, err := range p.upstream.ResourceTemplates(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcptools: resources/templates/list: %w", err)
 		}
+		if tmpl == nil {
+			return fmt.Errorf("mcptools: resources/templates/list: resource template %d is null", i)
+		}
+		i++
 		if err := guard(func() { p.server.AddResourceTemplate(tmpl, p.readResource) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's resource template cannot be served; left out",
 				slog.String("uri_template", tmpl.URITemplate), slog.Any("error", err))

@@ -11,7 +11,8 @@ import (
 
 // reserve accounts for n more records and b more bytes, or reports the limit
 // they would break and accounts for nothing. Reservations are taken under a
-// shard's write lock just before the write they pay for.
+// shard's write lock just before the write they pay for. A negative b (a
+// record replaced by a smaller one, see growth) always fits.
 func (s *Store) reserve(n, b int64) error {
 	if n > 0 {
 		if r := s.records.Add(n); r > s.maxRecords {
@@ -27,8 +28,24 @@ func (s *Store) reserve(n, b int64) error {
 			}
 			return &store.LimitError{Limit: "MaxBytes", Value: int(by), Max: int(s.maxBytes)}
 		}
+	} else if b < 0 {
+		s.bytes.Add(b)
 	}
 	return nil
+}
+
+// growth is what writing a record of cost bytes adds to the accounting
+// (records, bytes) when it replaces old, a released record of the same key
+// (nil: none). old stays until the write has its room, then its record and
+// bytes pass to the new one: a write refused for room ("nothing written")
+// must not drop an operator's record of a failing call on its way. A
+// released record has no waiters and is not published, so writing the new
+// entry over it in the scope's map is its whole removal.
+func growth(old *entry, cost int64) (n, b int64) {
+	if old == nil {
+		return 1, cost
+	}
+	return 0, cost - old.cost
 }
 
 // makeRoom is a write's answer to err, reserve's *store.LimitError for n

@@ -79,6 +79,9 @@ func (sc *scope) liveUnlocked(now time.Time) bool {
 // without a lock. It checks no input: input Claim would refuse names no
 // record, so it is not found, and the claim that follows refuses it.
 func (s *Store) ReplayLocal(scopeName string, e store.Entry) (store.Outcome, bool, error) {
+	if s == nil {
+		return store.Outcome{}, false, nil // the claim that follows refuses it
+	}
 	v, ok := s.scopes.Load(scopeName)
 	if !ok {
 		return store.Outcome{}, false, nil

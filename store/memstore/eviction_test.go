@@ -2,12 +2,14 @@ package memstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
@@ -196,4 +198,59 @@ func TestEvictionBoundsBytes(t *testing.T) {
 	require.Equal(t, "MaxBytes", full.Limit)
 	require.NoError(t, b.store.Release(ctx, res.Claim, "no room"))
 	requireAccountingTrue(t, b.store)
+}
+
+// A write refused for room (here the run alone fills the store: a
+// *store.LimitError, a bad call, "nothing written") leaves the released
+// record it would have replaced as it was: an operator still sees the
+// failing call's attempts and last error, and the accounting still holds
+// it. Both writes that replace a released record are checked: a Put of the
+// same key, and a Claim of another call over it.
+func TestWriteRefusedForRoomKeepsTheReleasedRecordItWouldReplace(t *testing.T) {
+	t.Parallel()
+	const result = 4000
+	longTool := strings.Repeat("t", 60)
+	other := store.Entry{Key: entry("r").Key, Fingerprint: keyhash.Fingerprint(longTool, []byte("other")), Tool: longTool}
+	for _, tc := range []struct {
+		name  string
+		write func(ctx context.Context, s *memstore.Store) error
+	}{
+		{"Put of the same key with a larger result", func(ctx context.Context, s *memstore.Store) error {
+			_, _, err := s.Put(ctx, "run", entry("r"), store.Outcome{Kind: store.KindSuccess, Result: make([]byte, result)}, store.WriteOptions{})
+			return err
+		}},
+		{"Claim of another call with a longer tool name", func(ctx context.Context, s *memstore.Store) error {
+			_, err := s.Claim(ctx, "run", other, time.Minute, store.WriteOptions{})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, &memstore.Config{
+				Limits:   store.Limits{MaxResultBytes: result, MaxScopeBytes: 8, MaxToolBytes: 64},
+				MaxBytes: memstore.RecordOverheadBytes + 8 + 64 + result + 100,
+			})
+			ctx := context.Background()
+			res, err := b.store.Claim(ctx, "run", store.Entry{Key: entry("r").Key, Fingerprint: entry("r").Fingerprint, Tool: "t"}, time.Minute, store.WriteOptions{})
+			require.NoError(t, err)
+			require.NoError(t, b.store.Release(ctx, res.Claim, ""))
+			// The run fills the store but for less than the write needs.
+			_, _, err = b.store.Put(ctx, "run", entry("a"), store.Outcome{Kind: store.KindSuccess, Result: make([]byte, 3420)}, store.WriteOptions{})
+			require.NoError(t, err)
+			before := b.store.Usage()
+
+			err = tc.write(ctx, b.store)
+			var le *store.LimitError
+			require.ErrorAs(t, err, &le)
+			require.Equal(t, "MaxBytes", le.Limit)
+
+			require.Equal(t, before, b.store.Usage(), "a refused write changes nothing")
+			requireAccountingTrue(t, b.store)
+			list, err := b.store.ListAttention(ctx, store.AttentionQuery{Scope: "run", FailingAttempts: 1})
+			require.NoError(t, err)
+			require.Len(t, list, 1, "the released record is still there")
+			require.Equal(t, store.StatusReleased, list[0].Record.Status)
+			require.Equal(t, 1, list[0].Record.Attempts)
+		})
+	}
 }

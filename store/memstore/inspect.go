@@ -17,7 +17,7 @@ var _ store.Inspector = (*Store)(nil)
 // q.After when set. It walks the records of one scope, or of every scope one
 // shard at a time under the shard's read lock.
 func (s *Store) ListAttention(ctx context.Context, q store.AttentionQuery) ([]store.Attention, error) {
-	if err := ctxDone(ctx, "list attention"); err != nil {
+	if err := s.begin(ctx, "list attention"); err != nil {
 		return nil, err
 	}
 	q = q.WithDefaults()
@@ -173,7 +173,7 @@ func (s *Store) ResolveRelease(ctx context.Context, scopeName string, key keyhas
 }
 
 func (s *Store) checkResolve(ctx context.Context, scopeName string, key keyhash.Sum, token int64) error {
-	if err := ctxDone(ctx, "resolve"); err != nil {
+	if err := s.begin(ctx, "resolve"); err != nil {
 		return err
 	}
 	return store.CheckResolve(ctx, s.limits, scopeName, key, token)

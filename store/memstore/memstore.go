@@ -20,7 +20,8 @@ import (
 const shardCount = 32
 
 // Store is the in-memory store.Store. It is safe for concurrent use by many
-// goroutines. Create it with New.
+// goroutines. Create it with New: a Store not made by New (nil, or a zero
+// value) is refused with a *contract.InputError naming the store.
 type Store struct {
 	clock      Clock
 	defaultTTL time.Duration
@@ -240,6 +241,16 @@ func (s *Store) dropIfEmpty(sh *shard, sc *scope) {
 	}
 }
 
+// begin is what every method that takes a context checks first: a store
+// made by New (a nil *Store, or a zero Store written as a literal, has no
+// clock and no shards' maps: its first write panicked), then ctx (ctxDone).
+func (s *Store) begin(ctx context.Context, op string) error {
+	if s == nil || s.clock == nil {
+		return &contract.InputError{Field: "store", Problem: "a memstore.Store not made by memstore.New"}
+	}
+	return ctxDone(ctx, op)
+}
+
 // ctxDone refuses a nil ctx and returns ctx's error, naming op, if it is
 // done (contract.Interrupted, as the PostgreSQL store does). It checks Done
 // first: for a context shared by many goroutines that is one atomic load,
@@ -257,5 +268,12 @@ func ctxDone(ctx context.Context, op string) error {
 }
 
 // Limits returns the limits the store enforces, with defaults applied. The
-// executor checks every call against them before the tool runs.
-func (s *Store) Limits() store.Limits { return s.limits }
+// executor checks every call against them before the tool runs. A Store
+// not made by New (see begin), which every other method refuses or answers
+// as empty, has the defaults.
+func (s *Store) Limits() store.Limits {
+	if s == nil || s.clock == nil {
+		return store.Limits{}.WithDefaults()
+	}
+	return s.limits
+}

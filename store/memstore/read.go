@@ -10,7 +10,7 @@ import (
 // Get returns the live completed record of key in scope, or store.ErrNotFound
 // (or *seal.OpenError for a held result that does not open).
 func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (store.Record, error) {
-	if err := ctxDone(ctx, "lookup"); err != nil {
+	if err := s.begin(ctx, "lookup"); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 
 // GetMany looks up several keys of one scope under one read lock.
 func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
-	if err := ctxDone(ctx, "lookup"); err != nil {
+	if err := s.begin(ctx, "lookup"); err != nil {
 		return nil, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {

@@ -285,3 +285,51 @@ func TestClockWithoutATimerIsAConfigErrorNotAPanic(t *testing.T) {
 	_, err = s.Complete(ctx, cr.Claim, success("done"))
 	require.NoError(t, err, "the claim is still held")
 }
+
+// A Store not made by New (a nil *Store, or a zero Store written as a
+// literal) has no clock and no shards' maps: every method that takes a
+// context refuses it with an *InputError naming the store, and the others
+// answer as an empty store. Its first write panicked.
+func TestAStoreNotMadeByNewIsRefusedNeverAPanic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := entry("a")
+	c := store.Claim{Scope: "run", Key: e.Key, Token: 1}
+	for name, s := range map[string]*memstore.Store{"zero": {}, "nil": nil} {
+		ops := map[string]func() error{
+			"Get":     func() error { _, err := s.Get(ctx, "run", e.Key); return err },
+			"GetMany": func() error { _, err := s.GetMany(ctx, "run", nil); return err },
+			"Put":     func() error { _, _, err := s.Put(ctx, "run", e, success("x"), store.WriteOptions{}); return err },
+			"Claim":   func() error { _, err := s.Claim(ctx, "run", e, time.Second, store.WriteOptions{}); return err },
+			"ClaimMany": func() error {
+				_, err := s.ClaimMany(ctx, "run", []store.Entry{e}, time.Second, store.WriteOptions{})
+				return err
+			},
+			"Wait":           func() error { return s.Wait(ctx, "run", e.Key, 1) },
+			"Complete":       func() error { _, err := s.Complete(ctx, c, success("x")); return err },
+			"Release":        func() error { return s.Release(ctx, c, "x") },
+			"Renew":          func() error { _, err := s.Renew(ctx, c, time.Second); return err },
+			"ExtendScope":    func() error { return s.ExtendScope(ctx, "run", time.Second) },
+			"DeleteScope":    func() error { _, err := s.DeleteScope(ctx, "run"); return err },
+			"RemoveExpired":  func() error { _, err := s.RemoveExpired(ctx, 10); return err },
+			"ListAttention":  func() error { _, err := s.ListAttention(ctx, store.AttentionQuery{}); return err },
+			"ResolveStore":   func() error { _, err := s.ResolveStore(ctx, "run", e.Key, 1, success("x")); return err },
+			"ResolveRelease": func() error { _, err := s.ResolveRelease(ctx, "run", e.Key, 1, "x"); return err },
+		}
+		for op, do := range ops {
+			var err error
+			require.NotPanics(t, func() { err = do() }, "%s store: %s", name, op)
+			var ie *store.InputError
+			require.ErrorAs(t, err, &ie, "%s store: %s", name, op)
+			require.Equal(t, "store", ie.Field, "%s store: %s", name, op)
+		}
+		require.NotPanics(t, func() {
+			_, ok, err := s.ReplayLocal("run", e)
+			require.False(t, ok)
+			require.NoError(t, err)
+			require.Equal(t, store.Stats{}, s.Stats())
+			require.Equal(t, memstore.Usage{}, s.Usage())
+			require.Equal(t, store.Limits{}.WithDefaults(), s.Limits())
+		}, "%s store", name)
+	}
+}

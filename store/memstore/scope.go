@@ -11,7 +11,7 @@ import (
 // that already expired is not revived: its dead records are dropped (only
 // live claims carry over), so an expired outcome is never replayed.
 func (s *Store) ExtendScope(ctx context.Context, scopeName string, ttl time.Duration) error {
-	if err := ctxDone(ctx, "extend scope"); err != nil {
+	if err := s.begin(ctx, "extend scope"); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
@@ -42,7 +42,7 @@ func (s *Store) ExtendScope(ctx context.Context, scopeName string, ttl time.Dura
 // DeleteScope removes every record of scope, live claims included (their
 // holders get ErrLeaseLost, their waiters wake), and returns how many.
 func (s *Store) DeleteScope(ctx context.Context, scopeName string) (int, error) {
-	if err := ctxDone(ctx, "delete scope"); err != nil {
+	if err := s.begin(ctx, "delete scope"); err != nil {
 		return 0, err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {
@@ -75,7 +75,7 @@ const removeChunk = 1024
 // RemoveExpired removes up to limit records of expired scopes, never a
 // pending record whose lease is live, and returns how many it removed.
 func (s *Store) RemoveExpired(ctx context.Context, limit int) (int, error) {
-	if err := ctxDone(ctx, "remove expired"); err != nil {
+	if err := s.begin(ctx, "remove expired"); err != nil {
 		return 0, err
 	}
 	if limit <= 0 {

@@ -14,6 +14,9 @@ type counters struct {
 
 // Stats returns the store's counters since it was created.
 func (s *Store) Stats() store.Stats {
+	if s == nil {
+		return store.Stats{}
+	}
 	st := store.Stats{Replays: s.localReplays.load()}
 	for i := range s.shards {
 		c := &s.shards[i].stats
@@ -36,5 +39,8 @@ type Usage struct {
 // Usage returns how much of its bounds the store holds, for monitoring and
 // tests of eviction.
 func (s *Store) Usage() Usage {
+	if s == nil {
+		return Usage{}
+	}
 	return Usage{Records: s.records.Load(), Bytes: s.bytes.Load()}
 }

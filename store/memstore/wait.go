@@ -15,7 +15,7 @@ import (
 // or ctx's error. It never polls: it sleeps on the record's change channel
 // and one Clock timer for the lease end.
 func (s *Store) Wait(ctx context.Context, scopeName string, key keyhash.Sum, token int64) error {
-	if err := ctxDone(ctx, "wait"); err != nil {
+	if err := s.begin(ctx, "wait"); err != nil {
 		return err
 	}
 	if err := s.limits.CheckScope(scopeName); err != nil {

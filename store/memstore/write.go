@@ -19,7 +19,7 @@ const maxEvictRounds = 3
 // abandoned claim is Claim's job. A released record counts as none: it is
 // replaced.
 func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out store.Outcome, opts store.WriteOptions) (store.Record, bool, error) {
-	if err := ctxDone(ctx, "put"); err != nil {
+	if err := s.begin(ctx, "put"); err != nil {
 		return store.Record{}, false, err
 	}
 	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, e); err != nil {
@@ -39,9 +39,10 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 		now := s.clock.Now()
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		var replaced *entry // a released record, which the new one replaces
 		if old := sc.records[e.Key]; old != nil {
 			if old.rec.Status == store.StatusReleased {
-				s.removeEntry(sc, e.Key, old)
+				replaced = old
 			} else {
 				if old.rec.Fingerprint != e.Fingerprint {
 					sh.mu.Unlock()
@@ -56,10 +57,11 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 				return rec, false, nil
 			}
 		}
-		if err := s.reserve(1, cost); err != nil {
+		n, b := growth(replaced, cost)
+		if err := s.reserve(n, b); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
+			if err := s.makeRoom(round, scopeName, n, b, err); err != nil {
 				return store.Record{}, false, err
 			}
 			continue
@@ -94,7 +96,7 @@ func (s *Store) Put(ctx context.Context, scopeName string, e store.Entry, out st
 // record whose result does not open (*seal.OpenError, see Config.Sealer)
 // is neither replayed nor claimed over.
 func (s *Store) Claim(ctx context.Context, scopeName string, e store.Entry, lease time.Duration, opts store.WriteOptions) (store.ClaimResult, error) {
-	if err := ctxDone(ctx, "claim"); err != nil {
+	if err := s.begin(ctx, "claim"); err != nil {
 		return store.ClaimResult{}, err
 	}
 	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, e); err != nil {
@@ -117,8 +119,9 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 		now := s.clock.Now()
 		sh.mu.Lock()
 		sc := s.scopeForWrite(sh, scopeName, now, ttl)
+		var replaced *entry // another call's failure: as if absent, and replaced
 		if old := sc.records[e.Key]; old != nil && old.rec.Status == store.StatusReleased && old.rec.Fingerprint != e.Fingerprint {
-			s.removeEntry(sc, e.Key, old) // another call's failure: as if absent
+			replaced = old
 		} else if old != nil {
 			if old.rec.Fingerprint != e.Fingerprint {
 				sh.mu.Unlock()
@@ -165,10 +168,11 @@ func (s *Store) claim(scopeName string, e store.Entry, lease, ttl time.Duration)
 			}
 			return res, nil
 		}
-		if err := s.reserve(1, cost); err != nil {
+		n, b := growth(replaced, cost)
+		if err := s.reserve(n, b); err != nil {
 			s.dropIfEmpty(sh, sc)
 			sh.mu.Unlock()
-			if err := s.makeRoom(round, scopeName, 1, cost, err); err != nil {
+			if err := s.makeRoom(round, scopeName, n, b, err); err != nil {
 				return store.ClaimResult{}, err
 			}
 			continue
@@ -233,7 +237,7 @@ func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, 
 // refused on its own (a fingerprint mismatch, or no room left for it) gets
 // its error in ClaimResult.Err.
 func (s *Store) ClaimMany(ctx context.Context, scopeName string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
-	if err := ctxDone(ctx, "claim"); err != nil {
+	if err := s.begin(ctx, "claim"); err != nil {
 		return nil, err
 	}
 	if err := store.CheckWrite(ctx, s.limits, scopeName, opts, es...); err != nil {
@@ -278,7 +282,7 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 // after its lease ended, as long as nobody took over) and c.Fingerprint,
 // when set, is its record's.
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
-	if err := ctxDone(ctx, "complete"); err != nil {
+	if err := s.begin(ctx, "complete"); err != nil {
 		return store.Record{}, err
 	}
 	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
@@ -344,7 +348,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // Waiters wake. When the store is too full to account for the cause's
 // bytes, the cause is not kept: a release is never refused for its text.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
-	if err := ctxDone(ctx, "release"); err != nil {
+	if err := s.begin(ctx, "release"); err != nil {
 		return err
 	}
 	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
@@ -404,7 +408,7 @@ func (s *Store) setLastError(e *entry, cause string) {
 
 // Renew extends the lease of c to now + lease, if c.Token is still current.
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
-	if err := ctxDone(ctx, "renew"); err != nil {
+	if err := s.begin(ctx, "renew"); err != nil {
 		return store.Claim{}, err
 	}
 	if err := store.CheckClaim(ctx, s.limits, c); err != nil {

@@ -8,17 +8,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store/memstore"
 )
 
 // ManualClock is a memstore.Clock that moves only when told to (Advance), for tests of
 // expiry, leases and waits without sleeping. It is safe for concurrent use;
-// tests in other packages may use it with any code that takes a Clock.
+// tests in other packages may use it with any code that takes a Clock. The
+// zero value is ready to use and reads the zero time; NewManualClock starts
+// it elsewhere.
 type ManualClock struct {
 	mu     sync.Mutex
 	now    time.Time                 // guarded by mu
-	timers map[*manualTimer]struct{} // pending timers; guarded by mu
-	added  chan struct{}             // closed and replaced when a timer is added; guarded by mu
+	timers map[*manualTimer]struct{} // pending timers, made on first use; guarded by mu
+	added  chan struct{}             // closed and replaced when a timer is added (nil: none made yet); guarded by mu
 }
 
 // NewManualClock returns a ManualClock reading start.
@@ -70,8 +73,15 @@ func (c *ManualClock) timerAtLocked(at time.Time) memstore.Timer {
 		t.ch <- c.now
 		return t
 	}
+	// Made here, not only by NewManualClock, so that a zero ManualClock
+	// works: the nil map and channel panicked on the first timer.
+	if c.timers == nil {
+		c.timers = make(map[*manualTimer]struct{})
+	}
 	c.timers[t] = struct{}{}
-	close(c.added)
+	if c.added != nil {
+		close(c.added)
+	}
 	c.added = make(chan struct{})
 	return t
 }
@@ -85,13 +95,20 @@ func (c *ManualClock) PendingTimers() int {
 
 // BlockUntilTimers waits until at least n timers are pending (for example
 // until a goroutine blocked in Store.Wait has armed its lease timer), or ctx
-// is done. Tests use it instead of sleeping before an Advance.
+// is done. Tests use it instead of sleeping before an Advance. A nil ctx
+// is refused with a *contract.InputError.
 func (c *ManualClock) BlockUntilTimers(ctx context.Context, n int) error {
+	if err := contract.CheckContext(ctx); err != nil {
+		return err
+	}
 	for {
 		c.mu.Lock()
 		if len(c.timers) >= n {
 			c.mu.Unlock()
 			return nil
+		}
+		if c.added == nil {
+			c.added = make(chan struct{})
 		}
 		added := c.added
 		c.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store/memstore"
 	"github.com/idemstore/idemstore/store/memstore/memstoretest"
 )
@@ -71,6 +72,38 @@ func TestBlockUntilTimersWaitsForArmedTimers(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, c.BlockUntilTimers(short, 1), context.DeadlineExceeded)
+}
+
+// A zero ManualClock is ready to use, as its doc says: it reads the zero
+// time and arms, fires and waits for timers. Its nil map and channel
+// panicked on the first timer and in BlockUntilTimers.
+func TestZeroManualClockIsReadyToUse(t *testing.T) {
+	t.Parallel()
+	var c memstoretest.ManualClock
+	require.True(t, c.Now().IsZero())
+	ctx := context.Background()
+	armed := make(chan memstore.Timer, 1)
+	go func() { armed <- c.TimerAt(c.Now().Add(time.Second)) }()
+	require.NoError(t, c.BlockUntilTimers(ctx, 1))
+	tm := <-armed
+	require.False(t, fired(tm))
+	c.Advance(time.Second)
+	require.True(t, fired(tm))
+
+	var idle memstoretest.ManualClock
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, idle.BlockUntilTimers(short, 1), context.DeadlineExceeded)
+}
+
+// A nil context is refused with a typed error naming it, never a panic.
+func TestBlockUntilTimersRefusesANilContext(t *testing.T) {
+	t.Parallel()
+	c := memstoretest.NewManualClock(epoch)
+	var nilCtx context.Context
+	err := c.BlockUntilTimers(nilCtx, 1)
+	require.ErrorIs(t, err, contract.ErrInvalidInput)
+	require.ErrorContains(t, err, "ctx")
 }
 
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
