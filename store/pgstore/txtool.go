@@ -29,8 +29,14 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // *store.LeaseLostError. In probe-then-store mode, where identical callers
 // may run at once, the first commit wins: a later one finds the outcome
 // stored, rolls its own write back and returns the stored outcome as a
-// replay, so the write happens once there too. When the commit's acknowledgement is lost, the
-// record is read back: stored under the call's claim means committed.
+// replay, so the write happens once there too. When the commit's
+// acknowledgement is lost, the record is read back: stored under the call's
+// claim means committed. A fn that commits or rolls back tx itself leaves
+// the call's outcome unknown (executor.ErrOutcomeUnknown wrapping a
+// *store.InputError): its write may have committed alone, so the claim is
+// kept until its lease ends instead of being released for a second run.
+// The connection is taken as every operation's is, within
+// Config.AcquireTimeout (ErrPoolExhausted after it).
 // Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
 // commits without storing anything.
 //
@@ -64,7 +70,17 @@ func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res e
 		return executor.Result{}, err
 	}
 	info, inCall := executor.CallInfoFrom(ctx)
-	tx, err := s.pool.Begin(ctx)
+	// The connection comes through acquire, as every operation's does: a
+	// busy pool gives ErrPoolExhausted after AcquireTimeout instead of an
+	// unbounded wait with the call's claim held.
+	conn, err := s.acquire(ctx, "tx tool")
+	if err != nil {
+		return executor.Result{}, s.translate("begin", err)
+	}
+	// Release drops a connection left in a transaction or broken instead of
+	// pooling it.
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return executor.Result{}, s.translate("begin", err)
 	}
@@ -77,6 +93,18 @@ func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res e
 		}
 	}()
 	res, err = fn(ctx, tx, call)
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		// fn committed or rolled back tx itself (through tx, or a COMMIT
+		// sent on its connection): its write may have committed without
+		// the call's outcome. Under a claim the outcome is unknown, so the
+		// claim is kept and the call is not run again at once.
+		committed = true // nothing left to roll back
+		ended := &store.InputError{Field: "tx", Problem: "the TxTool function committed or rolled back its transaction itself"}
+		if inCall {
+			return executor.Result{}, fmt.Errorf("idemstore: tx tool: %w: %w", executor.ErrOutcomeUnknown, ended)
+		}
+		return executor.Result{}, ended
+	}
 	if err != nil || res.Failed || !inCall {
 		if err == nil && !res.Failed {
 			if cerr := tx.Commit(ctx); cerr != nil {

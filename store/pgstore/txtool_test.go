@@ -6,12 +6,15 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/pgstore"
 )
 
 // A tool made with TxTool is exactly once in both modes of the executor:
@@ -84,4 +87,80 @@ func mustEntry(t *testing.T, call executor.Call) store.Entry {
 	e, err := executor.EntryOf(call, store.Limits{})
 	require.NoError(t, err)
 	return e
+}
+
+// A TxTool function that commits or rolls back its transaction itself may
+// have committed its write without the call's outcome: the call's outcome is
+// unknown, the claim stays (pending, not released), and the function does
+// not run again at once. Outside a call it is a typed input error.
+func TestTxToolFunctionEndingItsOwnTransactionLeavesTheOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	notes := pgx.Identifier{schema, "notes"}.Sanitize()
+	_, err := pool.Exec(ctx, "CREATE TABLE "+notes+" (body text NOT NULL)")
+	require.NoError(t, err)
+	runs := 0
+	for _, end := range []string{"commit", "rollback"} {
+		tool := st.TxTool(func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error) {
+			runs++
+			if _, err := tx.Exec(ctx, "INSERT INTO "+notes+" VALUES ($1)", end); err != nil {
+				return executor.Result{}, err
+			}
+			if end == "commit" {
+				return executor.Result{Output: []byte(`"ok"`)}, tx.Commit(ctx)
+			}
+			return executor.Result{Output: []byte(`"ok"`)}, tx.Rollback(ctx)
+		})
+		ex, err := executor.New(tool, st, &executor.Config{Lease: time.Hour})
+		require.NoError(t, err)
+		call := executor.Call{Tool: "note", Args: json.RawMessage(`{"end":"` + end + `"}`)}
+		runs = 0
+		_, err = ex.ForScope("run").Execute(ctx, call)
+		require.ErrorIs(t, err, executor.ErrOutcomeUnknown, end)
+		var ie *store.InputError
+		require.ErrorAs(t, err, &ie, "%s: the error names the misuse", end)
+
+		cr, err := st.Claim(ctx, "run", mustEntry(t, call), time.Hour, store.WriteOptions{})
+		require.NoError(t, err, end)
+		require.Equal(t, store.ClaimInFlight, cr.State, "%s: the claim is kept, not released", end)
+
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err = ex.ForScope("run").Execute(short, call)
+		cancel()
+		require.Error(t, err, "%s: the call does not run again while its outcome is unknown", end)
+		require.Equal(t, 1, runs, end)
+
+		_, err = tool.Execute(ctx, call) // outside an idempotent call
+		require.ErrorAs(t, err, &ie, end)
+	}
+}
+
+// TxTool takes its connection as every operation does: with the pool's
+// connections all in use it gives ErrPoolExhausted after AcquireTimeout,
+// instead of waiting without bound while the call's claim is held.
+func TestTxToolWaitsForAConnectionAtMostAcquireTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	_, schema := newSchema(t)
+	one := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	st := openStore(t, one, schema, &pgstore.Config{AcquireTimeout: 300 * time.Millisecond})
+	ran := false
+	tool := st.TxTool(func(context.Context, pgx.Tx, executor.Call) (executor.Result, error) {
+		ran = true
+		return executor.Result{Output: []byte(`1`)}, nil
+	})
+	held, err := one.Acquire(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = tool.Execute(ctx, executor.Call{Tool: "t", Args: json.RawMessage(`{}`)})
+	requirePoolExhausted(t, err)
+	require.Less(t, time.Since(start), 2*time.Second, "bounded by AcquireTimeout")
+	require.False(t, ran)
+	held.Release()
+
+	_, err = tool.Execute(ctx, executor.Call{Tool: "t", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err, "a free connection serves it")
+	require.True(t, ran)
 }

@@ -102,6 +102,7 @@ var guarantees = []guarantee{
 	{"WaitHonoursContext", testWaitHonoursContext},
 	{"FingerprintMismatchIsRefusedAndChangesNothing", testFingerprintMismatchIsRefusedAndChangesNothing},
 	{"LimitsAreCheckedBeforeAnyWrite", testLimitsAreCheckedBeforeAnyWrite},
+	{"EveryOperationRefusesABadScope", testEveryOperationRefusesABadScope},
 	{"DurationsAtTheExtremesAreRefusedOrHonoured", testDurationsAtTheExtremesAreRefusedOrHonoured},
 	{"ClaimManyDecidesEachEntryAsClaim", testClaimManyDecidesEachEntryAsClaim},
 	{"ClaimHintDecidesTheSame", testClaimHintDecidesTheSame},

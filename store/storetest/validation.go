@@ -190,3 +190,44 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, b Bundle) {
 	require.NoError(t, err, "the refused Completes left the claim intact")
 	requireResult(ctx, t, s, "run", held, "fine")
 }
+
+// Every operation that takes a scope refuses a bad one with a typed error
+// naming it, reads included: a lookup under a scope no write could have
+// made is a caller's bug, not a miss. Nothing is counted or written.
+func testEveryOperationRefusesABadScope(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	valid := call("valid", `{}`)
+	before := s.Stats()
+	for _, bad := range []struct {
+		name, scope string
+		is          error
+	}{
+		{"empty", "", store.ErrInvalidInput},
+		{"too long", strings.Repeat("s", contract.DefaultMaxScopeBytes+1), store.ErrTooLarge},
+		{"with NUL", "run\x00x", store.ErrInvalidInput},
+		{"not UTF-8", "run\xff", store.ErrInvalidInput},
+	} {
+		for op, do := range map[string]func() error{
+			"Get": func() error { _, err := s.Get(ctx, bad.scope, valid.Key); return err },
+			"GetMany": func() error {
+				_, err := s.GetMany(ctx, bad.scope, []keyhash.Sum{valid.Key})
+				return err
+			},
+			"Put":   func() error { _, _, err := s.Put(ctx, bad.scope, valid, success("x"), noOpts); return err },
+			"Claim": func() error { _, err := s.Claim(ctx, bad.scope, valid, longLease, noOpts); return err },
+			"ClaimMany": func() error {
+				_, err := s.ClaimMany(ctx, bad.scope, []store.Entry{valid}, longLease, noOpts)
+				return err
+			},
+			"Wait":        func() error { return s.Wait(ctx, bad.scope, valid.Key, 1) },
+			"ExtendScope": func() error { return s.ExtendScope(ctx, bad.scope, longTTL) },
+			"DeleteScope": func() error { _, err := s.DeleteScope(ctx, bad.scope); return err },
+		} {
+			err := do()
+			require.ErrorIs(t, err, bad.is, "%s: %s scope", op, bad.name)
+			require.Contains(t, strings.ToLower(err.Error()), "scope", "%s: %s scope: the error names the scope", op, bad.name)
+		}
+	}
+	require.Equal(t, before, s.Stats(), "refused calls count nothing")
+	requireNotFound(ctx, t, s, "run", valid)
+}
