@@ -64,7 +64,8 @@ type CallStore interface {
 	// Wait blocks until the pending record of key in scope with the given
 	// token changes (completed, released, taken over, renewed past the lease
 	// seen, removed) or its lease ends, or ctx is done. It returns nil when
-	// the caller should Claim again, or ctx's error.
+	// the caller should Claim again, or ctx's error. A token that is not
+	// positive (no claim has one) is bad input.
 	Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error
 
 	// Complete stores out for the claim c and returns the completed record.

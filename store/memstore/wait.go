@@ -24,6 +24,11 @@ func (s *Store) Wait(ctx context.Context, scopeName string, key keyhash.Sum, tok
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
+	if token <= 0 {
+		// No claim has such a token: waiting on it is a caller's bug, not
+		// a wait that ends at once.
+		return &store.InputError{Field: "token", Problem: "not positive (not a claim a store granted)"}
+	}
 	sh := s.shardFor(scopeName)
 	sh.stats.waits.Add(1)
 	now := s.clock.Now()

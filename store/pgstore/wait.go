@@ -138,6 +138,11 @@ func (s *Store) Wait(ctx context.Context, scope string, key keyhash.Sum, token i
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
+	if token <= 0 {
+		// No claim has such a token: waiting on it is a caller's bug, not
+		// a wait that ends at once.
+		return &store.InputError{Field: "token", Problem: "not positive (not a claim a store granted)"}
+	}
 	s.stats.waits.Add(1)
 
 	w := s.waiters.add(scope, key)

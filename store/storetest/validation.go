@@ -157,6 +157,12 @@ func testLimitsAreCheckedBeforeAnyWrite(t *testing.T, b Bundle) {
 			_, err := s.ClaimMany(ctx, "run", []store.Entry{valid}, 0, noOpts)
 			return err
 		}, store.ErrInvalidInput, ""},
+		badInput{"Wait: zero token", func(ctx context.Context, s store.Store) error {
+			return s.Wait(ctx, "run", held.Key, 0)
+		}, store.ErrInvalidInput, ""},
+		badInput{"Wait: negative token", func(ctx context.Context, s store.Store) error {
+			return s.Wait(ctx, "run", held.Key, math.MinInt64)
+		}, store.ErrInvalidInput, ""},
 		badInput{"Put: negative scope ttl", func(ctx context.Context, s store.Store) error {
 			_, _, err := s.Put(ctx, "run", valid, success("x"), store.WriteOptions{ScopeTTL: -1})
 			return err
