@@ -56,6 +56,12 @@ var ErrNotStorable = errors.New("httpidem: response not storable")
 // is returned); otherwise CommitTx returns the commit's error, wrapping
 // contract.ErrOutcomeUnknown when the read-back could not tell.
 //
+// A tx the store refuses as already ended (pgstore: an *InputError naming
+// "tx", for a tx the handler committed or rolled back before CommitTx or
+// CompleteTx) leaves the outcome unknown: the error wraps
+// contract.ErrOutcomeUnknown and the claim is left to its lease, not
+// released, since the handler's write may have committed.
+//
 // Outside an idempotent request (no key under AllowMissingKey, a method
 // not covered) CommitTx only commits. A nil ctx, tx or st is refused with
 // a *contract.InputError, and nothing is stored.
@@ -160,6 +166,16 @@ func (r *run) storeInTx(resp Response, complete func(store.Outcome) error) error
 		kind = store.KindPermanentFailure
 	}
 	if err := complete(store.Outcome{Kind: kind, Result: out}); err != nil {
+		var ie *contract.InputError
+		if errors.As(err, &ie) && ie.Field == "tx" {
+			// The store refused tx itself (pgstore: already committed or
+			// rolled back): the handler ended it before handing it over,
+			// and its write may have committed without the response.
+			// Releasing the claim would run the handler again; it is left
+			// to its lease instead.
+			r.stored.Store(storedUnknown)
+			return fmt.Errorf("httpidem: %w: %w", contract.ErrOutcomeUnknown, err)
+		}
 		r.stored.Store(storedFailed)
 		return err
 	}

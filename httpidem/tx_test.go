@@ -39,6 +39,8 @@ type txOrders struct {
 	// panicAfterCommit), after CommitTx without.
 	panics           atomic.Int32
 	panicAfterCommit bool
+	// commitFirst commits tx before CommitTx (against its contract).
+	commitFirst bool
 }
 
 func createOrdersTable(t *testing.T, b *backend) {
@@ -105,6 +107,11 @@ func (o *txOrders) place(ctx context.Context, w http.ResponseWriter, r *http.Req
 			panic("after CompleteTx and the commit")
 		}
 	} else {
+		if o.commitFirst {
+			if err := tx.Commit(ctx); err != nil {
+				return err
+			}
+		}
 		if err := httpidem.CommitTx(ctx, tx, o.b.pg, resp); err != nil {
 			return err
 		}
@@ -223,6 +230,28 @@ func TestAHandlerThatPanicsAfterStoringLeavesTheKeyAsItsCommitDid(t *testing.T) 
 			require.Empty(t, again.Header.Get("Idempotent-Replayed"), "%s: the retry runs the handler", name)
 		}
 	}
+}
+
+// A handler that commits its transaction before handing it to CommitTx has
+// its write committed without the response: the outcome is unknown, so the
+// claim is kept to its lease, not released, and a retry meanwhile does not
+// run the handler (and write) again.
+func TestAHandlerThatCommitsBeforeCommitTxLeavesTheOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	srv := serve(t, newMiddleware(t, b.st, nil), &txOrders{b: b, commitFirst: true})
+	a := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.Contains(t, a.Body, "outcome unknown")
+	require.Equal(t, 1, b.orderCount(t), "the handler's own commit went through")
+
+	rec, found := b.record(t, "", "k")
+	require.True(t, found)
+	require.Equal(t, store.StatusPending, rec.Status, "the claim is kept to its lease, not released")
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{"item":"book"}`)
+	require.Equal(t, http.StatusConflict, again.Status, "in flight until the lease ends")
+	require.Equal(t, 1, b.orderCount(t), "the handler did not run again")
 }
 
 func TestAStaleHandlerCannotCommitOverATakeover(t *testing.T) {
