@@ -37,6 +37,14 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // kept until its lease ends instead of being released for a second run.
 // The connection is taken as every operation's is, within
 // Config.AcquireTimeout (ErrPoolExhausted after it).
+//
+// The transaction has the session's default isolation. Use READ COMMITTED
+// (PostgreSQL's default): at REPEATABLE READ or SERIALIZABLE, a lease
+// renewal (every executor.Config.RenewEvery) that lands while fn runs
+// updates the record after the transaction's snapshot, and the outcome's
+// write is then a serialization failure. The call fails safely (its write
+// rolls back, the claim is released, class retry) but fails again each
+// time fn outlasts the renewal interval.
 // Outside an idempotent call (no executor.CallInfo in ctx), fn runs and
 // commits without storing anything.
 //

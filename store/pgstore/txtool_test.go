@@ -164,3 +164,54 @@ func TestTxToolWaitsForAConnectionAtMostAcquireTimeout(t *testing.T) {
 	require.NoError(t, err, "a free connection serves it")
 	require.True(t, ran)
 }
+
+// Under REPEATABLE READ a lease renewal that lands while a TxTool function
+// runs updates the record after the transaction's snapshot, so the
+// outcome's write is a serialization failure (documented on TxTool): the
+// call fails as retryable, its write rolls back with the transaction, and
+// the claim is released; nothing is written twice. A function shorter than
+// the renewal interval is not affected.
+func TestTxToolAtRepeatableReadFailsSafelyWhenARenewalLandsDuringTheTool(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	_, schema := newSchema(t)
+	pool := newPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	})
+	st := openStore(t, pool, schema, nil)
+	notes := pgx.Identifier{schema, "notes"}.Sanitize()
+	_, err := pool.Exec(ctx, "CREATE TABLE "+notes+" (body text NOT NULL)")
+	require.NoError(t, err)
+	count := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+notes).Scan(&n))
+		return n
+	}
+	const lease = 600 * time.Millisecond // renewed every 200ms
+	var sleep time.Duration
+	tool := st.TxTool(func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error) {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+notes+" VALUES ('x')"); err != nil {
+			return executor.Result{}, err
+		}
+		time.Sleep(sleep)
+		return executor.Result{Output: []byte(`1`)}, nil
+	})
+	ex, err := executor.New(tool, st, &executor.Config{Lease: lease})
+	require.NoError(t, err)
+	run := ex.ForScope("run")
+
+	sleep = lease // three renewals while the tool runs
+	slow := executor.Call{Tool: "note", Args: json.RawMessage(`{"n":"slow"}`)}
+	_, err = run.Execute(ctx, slow)
+	require.ErrorIs(t, err, store.ErrUnavailable, "a serialization failure, retryable")
+	require.Zero(t, count(), "the write rolled back with the outcome's")
+	cr, err := st.Claim(ctx, "run", mustEntry(t, slow), time.Hour, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, cr.State, "the claim was released")
+
+	sleep = 0
+	res, err := run.Execute(ctx, executor.Call{Tool: "note", Args: json.RawMessage(`{"n":"fast"}`)})
+	require.NoError(t, err, "a tool shorter than the renewal interval is not affected")
+	require.True(t, res.Stored)
+	require.Equal(t, 1, count())
+}
