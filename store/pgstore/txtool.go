@@ -12,7 +12,8 @@ import (
 
 // TxFunc is a tool whose side effect is a write to the store's own
 // database: it does its writes in tx and returns the call's result. It must
-// not commit or roll back tx.
+// not commit or roll back tx: TxTool does (see TxTool for what happens if
+// it does).
 type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error)
 
 // TxTool turns fn into an executor.Executor that is exactly once under the
@@ -31,10 +32,15 @@ type TxFunc func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.R
 // stored, rolls its own write back and returns the stored outcome as a
 // replay, so the write happens once there too. When the commit's
 // acknowledgement is lost, the record is read back: stored under the call's
-// claim means committed. A fn that commits or rolls back tx itself leaves
-// the call's outcome unknown (executor.ErrOutcomeUnknown wrapping a
-// *store.InputError): its write may have committed alone, so the claim is
-// kept until its lease ends instead of being released for a second run.
+// claim means committed. fn must not end tx: its tx.Commit is refused with
+// a *store.InputError and leaves the transaction open (its writes then
+// commit with the outcome if fn still returns success, or roll back with
+// its error); a tx.Rollback is an ordinary failure (a success reported
+// after it is an InputError), the call having written nothing. A COMMIT
+// that fn sends as a statement leaves the call's outcome unknown
+// (executor.ErrOutcomeUnknown wrapping a *store.InputError): its write may
+// have committed alone, so the claim is kept until its lease ends instead
+// of being released for a second run.
 // The connection is taken as every operation's is, within
 // Config.AcquireTimeout (ErrPoolExhausted after it).
 //
@@ -100,14 +106,24 @@ func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res e
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	res, err = fn(ctx, tx, call)
+	g := &guardedTx{Tx: tx}
+	res, err = fn(ctx, g, call)
 	if conn.Conn().PgConn().TxStatus() == 'I' {
-		// fn committed or rolled back tx itself (through tx, or a COMMIT
-		// sent on its connection): its write may have committed without
-		// the call's outcome. Under a claim the outcome is unknown, so the
+		committed = true // ended by fn: nothing left to roll back
+		if g.rolledBack.Load() {
+			// Rolled back through tx: nothing was written, and the call
+			// can run again. A failure that cleaned up after itself is
+			// an ordinary failure.
+			if err != nil || res.Failed {
+				return res, err
+			}
+			return executor.Result{}, &store.InputError{Field: "tx", Problem: "the TxTool function rolled back its transaction but reported success"}
+		}
+		// Committed by a statement of fn's own (a COMMIT sent through tx
+		// or its connection): its write may have committed without the
+		// call's outcome. Under a claim the outcome is unknown, so the
 		// claim is kept and the call is not run again at once.
-		committed = true // nothing left to roll back
-		ended := &store.InputError{Field: "tx", Problem: "the TxTool function committed or rolled back its transaction itself"}
+		ended := &store.InputError{Field: "tx", Problem: "the TxTool function ended its transaction itself"}
 		if inCall {
 			return executor.Result{}, fmt.Errorf("idemstore: tx tool: %w: %w", executor.ErrOutcomeUnknown, ended)
 		}

@@ -89,11 +89,14 @@ func mustEntry(t *testing.T, call executor.Call) store.Entry {
 	return e
 }
 
-// A TxTool function that commits or rolls back its transaction itself may
-// have committed its write without the call's outcome: the call's outcome is
-// unknown, the claim stays (pending, not released), and the function does
-// not run again at once. Outside a call it is a typed input error.
-func TestTxToolFunctionEndingItsOwnTransactionLeavesTheOutcomeUnknown(t *testing.T) {
+// A TxTool function must not end its transaction. Its tx.Commit is refused
+// and its write rolls back with the call's failure; its tx.Rollback makes
+// an ordinary failure (a success reported after it is bad input) and the
+// claim is released. A COMMIT it sends as a statement may have committed
+// its write without the call's outcome: the outcome is unknown, the claim
+// stays (not released) and the function does not run again at once.
+// Outside a call each is a typed input error.
+func TestTxToolFunctionEndingItsOwnTransactionNeverWritesTwice(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
@@ -101,39 +104,62 @@ func TestTxToolFunctionEndingItsOwnTransactionLeavesTheOutcomeUnknown(t *testing
 	notes := pgx.Identifier{schema, "notes"}.Sanitize()
 	_, err := pool.Exec(ctx, "CREATE TABLE "+notes+" (body text NOT NULL)")
 	require.NoError(t, err)
-	runs := 0
-	for _, end := range []string{"commit", "rollback"} {
+	count := func(body string) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+notes+" WHERE body = $1", body).Scan(&n))
+		return n
+	}
+	for _, tc := range []struct {
+		end     string
+		unknown bool // the outcome is unknown: the claim is kept
+		written int  // rows the call left
+	}{
+		{"commit", false, 0},
+		{"rollback", false, 0},
+		{"COMMIT statement", true, 1},
+	} {
+		runs := 0
 		tool := st.TxTool(func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error) {
 			runs++
-			if _, err := tx.Exec(ctx, "INSERT INTO "+notes+" VALUES ($1)", end); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO "+notes+" VALUES ($1)", tc.end); err != nil {
 				return executor.Result{}, err
 			}
-			if end == "commit" {
-				return executor.Result{Output: []byte(`"ok"`)}, tx.Commit(ctx)
+			var err error
+			switch tc.end {
+			case "commit":
+				err = tx.Commit(ctx)
+			case "rollback":
+				err = tx.Rollback(ctx)
+			default:
+				_, err = tx.Exec(ctx, "COMMIT")
 			}
-			return executor.Result{Output: []byte(`"ok"`)}, tx.Rollback(ctx)
+			return executor.Result{Output: []byte(`"ok"`)}, err
 		})
 		ex, err := executor.New(tool, st, &executor.Config{Lease: time.Hour})
 		require.NoError(t, err)
-		call := executor.Call{Tool: "note", Args: json.RawMessage(`{"end":"` + end + `"}`)}
-		runs = 0
+		call := executor.Call{Tool: "note", Args: json.RawMessage(`{"end":"` + tc.end + `"}`)}
 		_, err = ex.ForScope("run").Execute(ctx, call)
-		require.ErrorIs(t, err, executor.ErrOutcomeUnknown, end)
 		var ie *store.InputError
-		require.ErrorAs(t, err, &ie, "%s: the error names the misuse", end)
+		require.ErrorAs(t, err, &ie, "%s: the error names the misuse", tc.end)
+		require.Equal(t, tc.unknown, errors.Is(err, executor.ErrOutcomeUnknown), tc.end)
+		require.Equal(t, tc.written, count(tc.end), tc.end)
 
 		cr, err := st.Claim(ctx, "run", mustEntry(t, call), time.Hour, store.WriteOptions{})
-		require.NoError(t, err, end)
-		require.Equal(t, store.ClaimInFlight, cr.State, "%s: the claim is kept, not released", end)
-
+		require.NoError(t, err, tc.end)
+		if !tc.unknown {
+			require.Equal(t, store.ClaimGranted, cr.State, "%s: nothing written, the claim is released", tc.end)
+			continue
+		}
+		require.Equal(t, store.ClaimInFlight, cr.State, "%s: the claim is kept, not released", tc.end)
 		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		_, err = ex.ForScope("run").Execute(short, call)
 		cancel()
-		require.Error(t, err, "%s: the call does not run again while its outcome is unknown", end)
-		require.Equal(t, 1, runs, end)
+		require.Error(t, err, "%s: the call does not run again while its outcome is unknown", tc.end)
+		require.Equal(t, 1, runs, tc.end)
+		require.Equal(t, 1, count(tc.end), tc.end)
 
 		_, err = tool.Execute(ctx, call) // outside an idempotent call
-		require.ErrorAs(t, err, &ie, end)
+		require.ErrorAs(t, err, &ie, tc.end)
 	}
 }
 
