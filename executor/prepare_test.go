@@ -607,3 +607,26 @@ func TestCopiesOfAPreparedCallUseItsMissOnceInProbeThenStoreMode(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// In probe-then-store mode too, the duplicate of a turn's call may run
+// before the call it repeats, and the tool still runs once: the miss
+// Prepare found is shared by both, as a claim is. The call repeated used to
+// keep the miss for itself and run the tool again without looking up,
+// after its duplicate had run and stored the outcome.
+func TestDuplicateInATurnRunFirstRunsTheToolOnceInProbeThenStoreMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Mode: ModeProbeThenStore})
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+
+	preps, err := b.exec.Prepare(ctx, []Call{c, c})
+	require.NoError(t, err)
+	second, err := preps[1].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, second.Replayed, "it ran the call")
+	first, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.True(t, first.Replayed, "it looked up and replayed")
+	require.Equal(t, second.Output, first.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "the tool ran once")
+}
