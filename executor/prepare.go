@@ -243,6 +243,10 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 // its lease was lost meanwhile, it goes the ordinary way (claim again, wait
 // or replay), so it never runs beside another holder.
 //
+// A ctx already done runs nothing: Run returns its error (matching
+// context.Canceled or context.DeadlineExceeded) and gives up the claim, as
+// Release would (in ModeProbeThenStore, a later Run looks up again).
+//
 // A Prepared that Prepare did not make (nil, or built by hand) has no
 // executor to run it with: Run refuses it with an *InputError and runs
 // nothing.
@@ -268,6 +272,19 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 	s := p.s
 	if err := contract.CheckContext(ctx); err != nil {
 		return Result{}, err
+	}
+	if ctx.Err() != nil {
+		// The caller gave up before the call ran, and Execute's claim or
+		// look-up would refuse it: so does Run, which otherwise handed the
+		// tool a done context, and a tool that ignores it did its side
+		// effect for a caller that had gone. The claim Prepare took (if no
+		// other Run took it) is given up, so that a retry runs at once, and
+		// its miss is spent, so that a later Run looks up again.
+		p.miss.take()
+		if cr, _, ok := p.claim.take(); ok {
+			s.release(ctx, p.ent, cr.Claim, "the call's context ended before it ran")
+		}
+		return Result{}, interrupted(ctx, "run")
 	}
 	if p.miss.take() {
 		// Prepare has just looked it up: run it without a second look-up
