@@ -64,6 +64,10 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 		rres, found, rerr := rec.Reconcile(tctx, call)
 		unknown = false
 		rres.Replayed = false // found remotely, not replayed from the store
+		if errors.Is(rerr, ErrCannotReconcile) {
+			// As without a Reconciler: the tool runs.
+			rerr, found = nil, false
+		}
 		if rerr != nil {
 			// Whether the side effect happened is still unknown: do not run
 			// the tool, and keep the claim (unrenewed) so that the next
@@ -113,6 +117,8 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 		rres, found, rerr := rec.Reconcile(tctx, call)
 		rres.Replayed = false // found remotely, not replayed from the store
 		switch {
+		case errors.Is(rerr, ErrCannotReconcile):
+			// As without a Reconciler: the claim is kept, below.
 		case rerr != nil:
 			e.warn(ctx, "idemstore: reconcile after an unknown outcome failed", s.scope, ent, rerr)
 		case found:

@@ -18,7 +18,8 @@ import (
 //     not found means the side effect did not happen, and the claim is
 //     released so that the next call runs the tool: the call fails with
 //     a *ReconciledFailureError, retryable like any transient failure;
-//   - otherwise (or if Reconcile fails, panics or exits) the claim is kept
+//   - otherwise (no Reconciler, one that returns ErrCannotReconcile, or a
+//     Reconcile that fails, panics or exits) the claim is kept
 //     until its lease ends, so the call is not run again before that; the
 //     next caller then takes it over (CallInfo.TakenOver) and, with a
 //     Reconciler, asks again.
@@ -26,6 +27,15 @@ import (
 //
 // Wrap it with fmt.Errorf("charge: %w: %w", executor.ErrOutcomeUnknown, err).
 var ErrOutcomeUnknown = contract.ErrOutcomeUnknown
+
+// ErrCannotReconcile is what a Reconciler returns (or wraps) for a call it
+// cannot tell about, such as a dispatcher (runtime.Registry) whose tool for
+// the call implements no Reconciler: the executor then does what it does
+// for a tool without one. It runs a taken-over call, and keeps the claim of
+// a call whose outcome is unknown until its lease ends. "Not found" would
+// say instead that the side effect did not happen: the claim of an unknown
+// outcome would be released, and the call run again at once.
+var ErrCannotReconcile = errors.New("idemstore: the tool cannot reconcile this call")
 
 // OutcomeNotStoredError reports a call whose tool ran (or whose outcome was
 // reconciled) but whose outcome could not be stored: the claim's lease was

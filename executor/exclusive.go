@@ -55,7 +55,7 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return Result{}, false, interrupted(ctx)
+		return Result{}, false, interrupted(ctx, "wait")
 	case <-waited.timer(s.e.cfg.MaxWait):
 		return Result{}, false, &store.InFlightError{Scope: s.scope, Key: ent.Key}
 	}
@@ -137,7 +137,7 @@ func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, wa
 	s.e.trace(ctx).waitStore()
 	if err := s.e.st.Wait(wctx, s.scope, ent.Key, rec.Token); err != nil {
 		if ctx.Err() != nil {
-			return interrupted(ctx)
+			return interrupted(ctx, "wait")
 		}
 		if wctx.Err() != nil {
 			return &store.InFlightError{Scope: s.scope, Key: ent.Key, LeaseUntil: rec.LeaseUntil}
@@ -148,16 +148,16 @@ func (s *Scoped) wait(ctx context.Context, ent store.Entry, rec store.Record, wa
 }
 
 // interrupted is the error of a call whose own context ended while it
-// waited: ctx.Err(), so that it matches context.Canceled or
+// waited, or before it ran (op says which): ctx.Err(), so that it matches context.Canceled or
 // context.DeadlineExceeded (and is ClassRetry) as a store's interrupted call
 // does, with the cause the caller gave (context.WithCancelCause) wrapped
 // too. The cause alone matched neither.
-func interrupted(ctx context.Context) error {
+func interrupted(ctx context.Context, op string) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("idemstore: wait: %w: %w", err, cause)
+		return fmt.Errorf("idemstore: %s: %w: %w", op, err, cause)
 	}
-	return contract.Interrupted("wait", err)
+	return contract.Interrupted(op, err)
 }
 
 // waitBudget is how long one call may still wait for others, over all its

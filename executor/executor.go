@@ -100,7 +100,9 @@ func (f ExecutorFunc) Execute(ctx context.Context, call Call) (Result, error) { 
 // its lease expired); a found outcome is stored instead of running the tool.
 // A Reconcile that fails (an error, a panic, runtime.Goexit) leaves the
 // outcome unknown: the call is not run, and its claim is kept until its
-// lease ends, so that the next caller asks again.
+// lease ends, so that the next caller asks again. A Reconcile that cannot
+// tell for this call returns ErrCannotReconcile: the call is then handled as
+// for a tool without a Reconciler.
 type Reconciler interface {
 	// Reconcile reports whether the side effect of call already happened
 	// (found) and, if so, the result to store. It should use the downstream

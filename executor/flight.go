@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/idemstore/idemstore/keyhash"
@@ -87,6 +88,9 @@ func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, er
 	delete(sh.m, k)
 	done := f.done
 	if done != nil {
+		// The followers' own copy: the leader's Output is its caller's to
+		// change once land returns, and a follower replays what was stored.
+		res.Output = bytes.Clone(res.Output)
 		f.res, f.err, f.rerun = res, err, rerun
 	}
 	sh.mu.Unlock()

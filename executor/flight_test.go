@@ -335,3 +335,38 @@ func TestFollowerWaitsItsOwnMaxWaitWhenTheLeaderGivesUp(t *testing.T) {
 	require.JSONEq(t, `{"sent":true}`, string(second.res.Output))
 	require.Zero(t, b.tool.runs.Load())
 }
+
+// An identical caller that waited in-process replays the bytes that were
+// stored, whatever the first caller does with its own result afterwards:
+// its Output is the caller's to change (only a replayed Output is
+// read-only), and a follower used to share its bytes.
+func TestInProcessReplayIsTheStoredBytesWhateverTheLeadersCallerDoesWithItsResult(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxWait: time.Minute})
+	g := newGate()
+	b.tool.behave = func(context.Context, Call) (Result, error) {
+		g.wait()
+		return Result{Output: []byte(`{"message_id":"m-1"}`)}, nil
+	}
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	lead := goExecute(ctx, b.exec, c)
+	g.awaitStart(t)
+	follower := goExecute(ctx, b.exec, c)
+	awaitFollowers(t, b.exec, c, 1)
+	g.release()
+
+	first := await(t, lead)
+	require.NoError(t, first.err)
+	require.False(t, first.res.Replayed)
+	copy(first.res.Output, "XXXXXXXX") // the leader's caller reuses its buffer
+
+	r := await(t, follower)
+	require.NoError(t, r.err)
+	require.True(t, r.res.Replayed)
+	require.Equal(t, `{"message_id":"m-1"}`, string(r.res.Output))
+	rec, err := b.st.Get(ctx, testScope, entryOf(t, b.exec, c).Key)
+	require.NoError(t, err)
+	require.Equal(t, rec.Outcome.Result, r.res.Output, "what was stored")
+	require.EqualValues(t, 1, b.tool.runs.Load())
+}

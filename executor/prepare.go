@@ -100,10 +100,11 @@ func errNotPrepared() error {
 // earlier call of the turn with other arguments: *DuplicateIDError) has its
 // typed error in Err and is neither looked up nor claimed; the turn's other
 // calls are prepared as usual. A call that appears twice in the turn is
-// claimed once: whichever
-// of its Prepared values runs first (in any order) runs it under that
-// claim, and the others replay its outcome (or wait for it). The same
-// holds for copies of a Prepared: a claim is used once. When the store
+// looked up and claimed once: if it is stored, each of its Prepared values
+// is replayed (or refused) alike; otherwise whichever of them runs first
+// (in any order) runs it under that claim (in ModeProbeThenStore, without
+// looking up again), and the others replay its outcome (or wait for it).
+// The same holds for copies of a Prepared: a claim is used once. When the store
 // step fails, Prepare returns its error together with Prepared values that
 // run every call by the ordinary path. Every Prepared that is not
 // replayed and not bad must be Run or Released: a claim Prepare took is
@@ -159,7 +160,11 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		return preps, nil
 	}
 	if s.e.cfg.Mode == ModeProbeThenStore {
-		return preps, s.lookUp(ctx, preps, ents, at)
+		if err := s.lookUp(ctx, preps, ents, at); err != nil {
+			return preps, err
+		}
+		shareWithDuplicates(preps, dups, first)
+		return preps, nil
 	}
 	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, s.e.wopts)
 	if err != nil {
@@ -187,10 +192,23 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 			p.claim = &preparedClaim{cr: cr, at: now}
 		}
 	}
-	for _, i := range dups {
-		preps[i].claim = preps[first[preps[i].ent.Key]].claim
-	}
+	shareWithDuplicates(preps, dups, first)
 	return preps, nil
+}
+
+// shareWithDuplicates gives each duplicate of a turn's call (dups, indexes
+// in preps) what the store step decided for the call it repeats (first, by
+// key): its replay or refusal, and its claim (ModeExclusive) or miss
+// (ModeProbeThenStore), which whichever Run comes first uses. A duplicate
+// of a stored call used to be left as a call to run, which an agent runtime
+// reported as a real call before replaying it; one that kept no share of
+// the miss ran the tool again after the other had stored its outcome.
+func shareWithDuplicates(preps []Prepared, dups []int, first map[keyhash.Sum]int) {
+	for _, i := range dups {
+		p, f := &preps[i], &preps[first[preps[i].ent.Key]]
+		p.Replayed, p.Result, p.Err = f.Replayed, f.Result, f.Err
+		p.claim, p.miss = f.claim, f.miss
+	}
 }
 
 // lookUp is Prepare in ModeProbeThenStore: one GetMany.
@@ -225,6 +243,10 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 // its lease was lost meanwhile, it goes the ordinary way (claim again, wait
 // or replay), so it never runs beside another holder.
 //
+// A ctx already done runs nothing: Run returns its error (matching
+// context.Canceled or context.DeadlineExceeded) and gives up the claim, as
+// Release would (in ModeProbeThenStore, a later Run looks up again).
+//
 // A Prepared that Prepare did not make (nil, or built by hand) has no
 // executor to run it with: Run refuses it with an *InputError and runs
 // nothing.
@@ -250,6 +272,19 @@ func (p *Prepared) run(ctx context.Context) (Result, error) {
 	s := p.s
 	if err := contract.CheckContext(ctx); err != nil {
 		return Result{}, err
+	}
+	if ctx.Err() != nil {
+		// The caller gave up before the call ran, and Execute's claim or
+		// look-up would refuse it: so does Run, which otherwise handed the
+		// tool a done context, and a tool that ignores it did its side
+		// effect for a caller that had gone. The claim Prepare took (if no
+		// other Run took it) is given up, so that a retry runs at once, and
+		// its miss is spent, so that a later Run looks up again.
+		p.miss.take()
+		if cr, _, ok := p.claim.take(); ok {
+			s.release(ctx, p.ent, cr.Claim, "the call's context ended before it ran")
+		}
+		return Result{}, interrupted(ctx, "run")
 	}
 	if p.miss.take() {
 		// Prepare has just looked it up: run it without a second look-up

@@ -607,3 +607,58 @@ func TestCopiesOfAPreparedCallUseItsMissOnceInProbeThenStoreMode(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// In probe-then-store mode too, the duplicate of a turn's call may run
+// before the call it repeats, and the tool still runs once: the miss
+// Prepare found is shared by both, as a claim is. The call repeated used to
+// keep the miss for itself and run the tool again without looking up,
+// after its duplicate had run and stored the outcome.
+func TestDuplicateInATurnRunFirstRunsTheToolOnceInProbeThenStoreMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Mode: ModeProbeThenStore})
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+
+	preps, err := b.exec.Prepare(ctx, []Call{c, c})
+	require.NoError(t, err)
+	second, err := preps[1].Run(ctx)
+	require.NoError(t, err)
+	require.False(t, second.Replayed, "it ran the call")
+	first, err := preps[0].Run(ctx)
+	require.NoError(t, err)
+	require.True(t, first.Replayed, "it looked up and replayed")
+	require.Equal(t, second.Output, first.Output)
+	require.EqualValues(t, 1, b.tool.runs.Load(), "the tool ran once")
+}
+
+// Run with a context already done runs nothing, as Execute's claim or
+// look-up refuses such a call: it returns the context's error and gives up
+// Prepare's claim, so the next caller runs the call at once. It used to run
+// the tool under the done context, and a tool that ignores its context did
+// its side effect for a caller that had gone.
+func TestPreparedRunWithADoneContextRunsNothingAndGivesItsClaimUp(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		b := setup(t, &Config{Mode: mode}) // a manual clock: a wait for the lease would never end
+		ctx := bounded(t)
+		c := call("send_mail", `{"to":"a@example.com"}`)
+		preps, err := b.exec.Prepare(ctx, []Call{c})
+		require.NoError(t, err)
+
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err = preps[0].Run(done)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, contract.ClassRetry, ClassOf(err))
+		require.Zero(t, b.tool.runs.Load(), "nothing ran")
+
+		res, err := b.exec.Execute(ctx, c)
+		require.NoError(t, err)
+		require.False(t, res.Replayed)
+		require.EqualValues(t, 1, b.tool.runs.Load())
+		again, err := preps[0].Run(ctx)
+		require.NoError(t, err)
+		require.True(t, again.Replayed)
+		require.EqualValues(t, 1, b.tool.runs.Load())
+	})
+}

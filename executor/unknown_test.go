@@ -148,3 +148,39 @@ func TestUnknownOutcomeThatDidNotHappenIsRetryableAndStillTheToolsError(t *testi
 	require.ErrorIs(t, settled.Err, ErrOutcomeUnknown, "the tool's error as it came")
 	require.Contains(t, err.Error(), toolErr.Error())
 }
+
+// A Reconciler that cannot tell for a call (ErrCannotReconcile, as
+// runtime.Registry answers for a tool without one) is taken as no
+// Reconciler: an unknown outcome keeps its claim until its lease ends (the
+// call is not run again before), and the takeover then runs the tool.
+func TestReconcilerThatCannotTellIsTakenAsNone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxWait: time.Millisecond})
+	ctx := bounded(t)
+	tool := &reconcilingTool{}
+	tool.behave = func(context.Context, Call) (Result, error) {
+		if tool.runs.Load() == 1 {
+			return Result{}, errTimeout
+		}
+		return Result{Output: []byte("charged")}, nil
+	}
+	tool.reconcile = func(context.Context, Call) (Result, bool, error) {
+		return Result{}, false, fmt.Errorf("dispatcher: %w", ErrCannotReconcile)
+	}
+	exec := b.newExec(t, tool, &Config{MaxWait: time.Millisecond})
+	c := call("charge", `{"amount":3}`)
+
+	_, err := exec.Execute(ctx, c)
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	require.Equal(t, contract.ClassOutcomeUnknown, ClassOf(err), "still unknown: not a retryable failure")
+	_, err = exec.Execute(ctx, c)
+	require.ErrorIs(t, err, store.ErrInFlight, "the claim is kept")
+	require.EqualValues(t, 1, tool.runs.Load())
+
+	b.clock.Advance(DefaultLease + time.Second)
+	res, err := exec.Execute(ctx, c)
+	require.NoError(t, err, "taken over, and run as without a Reconciler")
+	require.Equal(t, []byte("charged"), res.Output)
+	require.EqualValues(t, 2, tool.runs.Load())
+	require.EqualValues(t, 2, tool.reconciles.Load())
+}

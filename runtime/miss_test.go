@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -324,4 +326,35 @@ func TestWithoutStoreToolsStillRefuseUnknownCalls(t *testing.T) {
 	require.Zero(t, b.send.runs.Load())
 	require.EqualValues(t, 1, b.lookup.runs.Load())
 	require.Equal(t, []agent.Status{agent.StatusRefused, agent.StatusSucceeded}, statuses(tr))
+}
+
+// A tool that cannot tell whether its side effect happened (its error wraps
+// executor.ErrOutcomeUnknown) and has no Reconciler keeps its claim until
+// the lease ends, through the runtime's registry as without it: the call is
+// not run again at once, and its error still says the outcome is unknown.
+// The registry answered "not found" for such a tool, which the executor
+// took for "the side effect did not happen": it released the claim, called
+// the failure retryable, and the next ask ran the tool again.
+func TestUnknownOutcomeOfAToolWithoutReconcilerKeepsItsClaimThroughTheRegistry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.send.fn = func(context.Context, executor.Call) (executor.Result, error) {
+		return executor.Result{}, fmt.Errorf("smtp: %w", executor.ErrOutcomeUnknown)
+	}
+	c := call("c1", "send", `{"to":"ada"}`)
+	cfg := b.config(scripted(toolCalls(c), answer("one"), toolCalls(c), answer("two")))
+	cfg.Executor = &executor.Config{MaxWait: 20 * time.Millisecond}
+	rt, err := agent.New(cfg)
+	require.NoError(t, err)
+
+	tr, err := rt.Run(context.Background(), testScope, "mail ada")
+	require.NoError(t, err)
+	e := entryFor(t, tr, "c1")
+	require.ErrorIs(t, e.Err, executor.ErrOutcomeUnknown)
+	require.Equal(t, contract.ClassOutcomeUnknown, executor.ClassOf(e.Err))
+
+	tr, err = rt.Run(context.Background(), testScope, "mail ada again")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.send.runs.Load(), "not run again while its claim is live")
+	require.ErrorIs(t, entryFor(t, tr, "c1").Err, store.ErrInFlight)
 }

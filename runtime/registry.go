@@ -185,10 +185,12 @@ func (r *Registry) Execute(ctx context.Context, call executor.Call) (executor.Re
 
 // Reconcile passes the executor's question "did this call's side effect
 // already happen?" on to the tool, when the tool can tell (implements
-// executor.Reconciler). A tool that cannot tell answers not found, which
-// leads to the same re-run as having no reconciler at all. Without this the
-// registry, sitting between executor.Idempotent and the tools, would hide
-// every tool's reconciler.
+// executor.Reconciler). For a tool that cannot tell it returns
+// executor.ErrCannotReconcile, so that the executor handles the call as for
+// a tool without a reconciler; "not found" would claim that the side effect
+// did not happen, and an unknown outcome's claim would be released for the
+// call to run again at once. Without this the registry, sitting between
+// executor.Idempotent and the tools, would hide every tool's reconciler.
 func (r *Registry) Reconcile(ctx context.Context, call executor.Call) (executor.Result, bool, error) {
 	r.mu.RLock()
 	t, err := r.lookupLocked(call.Tool)
@@ -198,7 +200,7 @@ func (r *Registry) Reconcile(ctx context.Context, call executor.Call) (executor.
 	}
 	rec, ok := t.exec.(executor.Reconciler)
 	if !ok {
-		return executor.Result{}, false, nil
+		return executor.Result{}, false, executor.ErrCannotReconcile
 	}
 	return rec.Reconcile(ctx, call)
 }

@@ -81,8 +81,8 @@ func TestRegistryPassesReconcileToTheTool(t *testing.T) {
 	require.Equal(t, "already sent", string(res.Output))
 
 	_, found, err = r.Reconcile(context.Background(), executor.Call{Tool: "read"})
-	require.NoError(t, err)
-	require.False(t, found, "a tool that cannot tell answers not found")
+	require.ErrorIs(t, err, executor.ErrCannotReconcile, "a tool that cannot tell says so, not that nothing happened")
+	require.False(t, found)
 }
 
 func TestRegistryRefusesTypedNilExecutorsAndChangesNothing(t *testing.T) {

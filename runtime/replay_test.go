@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/executor"
 	agent "github.com/idemstore/idemstore/runtime"
 	"github.com/idemstore/idemstore/runtime/runtimetest"
 	"github.com/idemstore/idemstore/store"
@@ -163,4 +164,36 @@ func TestReplayIsOnlyFromTheRunsOwnScope(t *testing.T) {
 	require.EqualValues(t, 1, b.send.runs.Load(), "an outcome of another scope is never replayed")
 	require.Equal(t, agent.StatusSucceeded, entryFor(t, tr, "c1").Status)
 	require.Equal(t, "ran send", toolMessage(t, model.Requests()[1], "c1").Content)
+}
+
+// A stored call that a turn asks for twice is a replay both times: the
+// probe found it stored, so neither is reported as a real call (no
+// "Calling tool" step, no invocation, no tool-started event, observer or
+// bus event), in either mode. The second used to be reported as a real call
+// and then as replayed late.
+func TestStoredCallAskedTwiceInATurnIsReplayedBothTimesWithoutReportingACall(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []executor.Mode{executor.ModeExclusive, executor.ModeProbeThenStore} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			c := call("a", "send", `{"to":"ada"}`)
+			b.seed(t, testScope, c, success("sent before"))
+			again := call("b", "send", ` {"to": "ada"} `)
+			cfg := b.config(scripted(toolCalls(c, again), answer("done")))
+			cfg.Executor = &executor.Config{Mode: mode}
+
+			tr, err := b.run(t, cfg, "mail ada")
+			require.NoError(t, err)
+			require.Zero(t, b.send.runs.Load())
+			require.Equal(t, []agent.Status{agent.StatusReplayed, agent.StatusReplayed}, statuses(tr))
+			require.False(t, entryFor(t, tr, "b").ReplayedLate, "it was found stored by the probe")
+			require.Zero(t, tr.Invocations)
+			require.Empty(t, b.tl.steps("Calling tool"))
+			require.Empty(t, toolEventsFor(tr, "send"))
+			require.Empty(t, b.tl.with("observer: "))
+			require.Empty(t, b.tl.mentioning("bus: tool"))
+			require.Len(t, b.tl.steps("  send reused cached result: sent before"), 2)
+		})
+	}
 }

@@ -298,3 +298,16 @@ func TestANilContextIsRefusedWithoutSending(t *testing.T) {
 	_, err = b.ask(t)
 	require.NoError(t, err, "a good call still works")
 }
+
+func TestAModelNotMadeByNewIsAPermanentBadCallNotATimeoutOrAPanic(t *testing.T) {
+	t.Parallel()
+	req := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}}
+	for name, m := range map[string]*openaimodel.Model{"nil": nil, "zero": {}} {
+		_, err := m.Complete(context.Background(), req)
+		e := modelError(t, err)
+		require.False(t, e.Transient, "%s: a zero Model timed out at once, as a transient failure a fallback moved past", name)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, name)
+		require.Empty(t, m.Name(), name)
+	}
+}

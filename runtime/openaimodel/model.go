@@ -51,16 +51,30 @@ func New(cfg *Config) (*Model, error) {
 	return &Model{cfg: c, svc: svc}, nil
 }
 
-// Name says which model on which endpoint: Config.Name.
-func (m *Model) Name() string { return m.cfg.Name }
+// Name says which model on which endpoint: Config.Name; "" for a nil Model.
+func (m *Model) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.cfg.Name
+}
 
 // Complete sends the conversation and the tools to the endpoint and returns
 // its decision: the tool calls it asked for (several per turn, each with the
 // provider's call id in Call.ProviderCallID and no InvocationID, so that the
 // idempotency key stays the tool and its canonical arguments), or its
 // answer. Failures are *Error; a nil ctx is one, permanent, wrapping a
-// *contract.InputError, and nothing is sent.
+// *contract.InputError, and nothing is sent. So is a Model that New did not
+// make (nil, or zero): it has no endpoint, model name or timeout to send
+// with.
 func (m *Model) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	if m == nil || m.cfg.Model == "" {
+		// A zero Model's timeout is 0: every call "timed out" at once, as a
+		// transient failure that a fallback chain moved past without a word
+		// of the real problem; a nil one panicked.
+		err := &contract.InputError{Field: "openaimodel.Model", Problem: "not made by New (nil or zero)"}
+		return agent.Response{}, &Error{Model: m.Name(), Message: err.Error(), Err: err}
+	}
 	if err := contract.CheckContext(ctx); err != nil {
 		return agent.Response{}, &Error{Model: m.cfg.Name, Message: err.Error(), Err: err}
 	}
