@@ -19,7 +19,9 @@ type Response struct {
 	Body   []byte
 }
 
-// Write sends r to w: its headers (replacing any of the same name), its
+// Write sends r to w: its headers (replacing any of the same name; the
+// values of several spellings of one name, such as "content-type" and
+// "Content-Type", go out together, in the byte order of the spellings), its
 // status and its body. A handler that stored r with CommitTx sends it so.
 // A Status that is not a final status code (200-999; a zero Response's is
 // 0) is refused with an *EncodingError and nothing is written: net/http
@@ -30,8 +32,9 @@ func (r Response) Write(w http.ResponseWriter) error {
 		return err
 	}
 	h := w.Header()
-	for name, vals := range r.Header {
-		h[textproto.CanonicalMIMEHeaderKey(name)] = append([]string(nil), vals...)
+	names, header := canonicalHeader(r.Header)
+	for _, name := range names {
+		h[name] = append([]string(nil), header[name]...)
 	}
 	w.WriteHeader(r.Status)
 	if len(r.Body) == 0 {
@@ -73,19 +76,18 @@ func (e *EncodingError) Error() string {
 //
 // Header names are written in canonical form, sorted, each value a line of
 // its own in the order of r.Header, so one response always has one
-// encoding. The body is last, so a replay takes it from the stored bytes
+// encoding; several spellings of one name are one header (see Write). The body is last, so a replay takes it from the stored bytes
 // without copying. Operators may Encode a response by hand to settle a
 // stuck request (store.Inspector.ResolveStore).
 func (r Response) Encode() ([]byte, error) {
 	if err := checkStatus(r.Status); err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(r.Header))
+	names, header := canonicalHeader(r.Header)
 	size := 1 + 2 + binary.MaxVarintLen64 + len(r.Body)
 	lines := 0
-	for name, vals := range r.Header {
-		names = append(names, name)
-		for _, v := range vals {
+	for _, name := range names {
+		for _, v := range header[name] {
 			size += 2*binary.MaxVarintLen64 + len(name) + len(v)
 			lines++
 		}
@@ -95,17 +97,15 @@ func (r Response) Encode() ([]byte, error) {
 	if lines > maxHeaderCount {
 		return nil, &EncodingError{Problem: fmt.Sprintf("%d header lines, over the limit of %d", lines, maxHeaderCount), Offset: 3}
 	}
-	slices.Sort(names)
 	b := make([]byte, 0, size)
 	b = append(b, responseVersion)
 	b = binary.BigEndian.AppendUint16(b, uint16(r.Status))
 	b = binary.AppendUvarint(b, uint64(lines))
-	for _, name := range names {
-		cn := textproto.CanonicalMIMEHeaderKey(name)
+	for _, cn := range names {
 		if !isToken(cn) {
 			return nil, &EncodingError{Problem: fmt.Sprintf("header name %s is not a token", contract.Quote(cn)), Offset: len(b)}
 		}
-		for _, v := range r.Header[name] {
+		for _, v := range header[cn] {
 			if !validHeaderValue([]byte(v)) {
 				return nil, &EncodingError{Problem: fmt.Sprintf("a value of header %s holds a control character", cn), Offset: len(b)}
 			}
@@ -116,6 +116,37 @@ func (r Response) Encode() ([]byte, error) {
 		}
 	}
 	return append(b, r.Body...), nil
+}
+
+// canonicalHeader returns h's names in canonical form, sorted, and h with
+// its names so. Several spellings of one name ("content-type" and
+// "Content-Type") are one header: their values are joined in the byte order
+// of the spellings, as net/http writes a map's lines. A header whose names
+// are all canonical (every one the middleware stores) is returned as it is.
+func canonicalHeader(h http.Header) ([]string, http.Header) {
+	names := make([]string, 0, len(h))
+	canonical := true
+	for name := range h {
+		if textproto.CanonicalMIMEHeaderKey(name) != name {
+			canonical = false
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if canonical {
+		return names, h
+	}
+	out := make(http.Header, len(h))
+	merged := names[:0]
+	for _, name := range slices.Clone(names) {
+		cn := textproto.CanonicalMIMEHeaderKey(name)
+		if _, seen := out[cn]; !seen {
+			merged = append(merged, cn)
+		}
+		out[cn] = append(out[cn], h[name]...)
+	}
+	slices.Sort(merged)
+	return merged, out
 }
 
 // DecodeResponse decodes what Encode wrote. The returned Body shares b's

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -199,4 +200,46 @@ func TestAnInformationalOrZeroStatusIsNeverStoredReplayedOrWritten(t *testing.T)
 	require.Equal(t, http.StatusInternalServerError, a.Status, "never an empty 200 the handler did not answer")
 	require.Equal(t, httpidem.CodeInternal, problemOf(t, a).Code)
 	require.Zero(t, h.runs.Load())
+}
+
+// A Response built by hand (an operator's, for store.Inspector.ResolveStore)
+// may spell one header name twice ("content-type" and "Content-Type"): it
+// is one header, so it has one encoding, sorted by canonical name, and a
+// replay sends every value, in the byte order of the spellings as net/http
+// would send them. Encode wrote each spelling's lines apart, and a replay
+// kept only the last spelling's values.
+func TestAHeaderSpelledTwiceIsOneHeaderEncodedWrittenAndReplayed(t *testing.T) {
+	t.Parallel()
+	twice := httpidem.Response{Status: http.StatusCreated, Header: http.Header{
+		"content-type": {"a/a"}, "Location": {"/o/1"}, "Content-Type": {"b/b"},
+	}, Body: []byte("hi")}
+	once := httpidem.Response{Status: http.StatusCreated, Header: http.Header{
+		"Content-Type": {"b/b", "a/a"}, "Location": {"/o/1"},
+	}, Body: []byte("hi")}
+	want, err := once.Encode()
+	require.NoError(t, err)
+	got, err := twice.Encode()
+	require.NoError(t, err)
+	require.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got), "one header, one encoding")
+
+	w := httptest.NewRecorder()
+	require.NoError(t, twice.Write(w))
+	require.Equal(t, []string{"b/b", "a/a"}, w.Header().Values("Content-Type"))
+
+	st := newMemStore(t)
+	m := newMiddleware(t, st, nil)
+	ctx := testContext(t)
+	const key = "two-spellings"
+	req := httptest.NewRequest(http.MethodPost, "/orders", nil)
+	ent := store.Entry{Key: keyhash.IDKey(key), Tool: "POST /orders", Fingerprint: httpidem.Fingerprint(req, nil, httpidem.DefaultFingerprintHeaders)}
+	cr, err := st.Claim(ctx, httpidem.Scope("", key), ent, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	_, err = st.Complete(ctx, cr.Claim, store.Outcome{Kind: store.KindSuccess, Result: got})
+	require.NoError(t, err)
+	req.Header.Set("Idempotency-Key", sfKey(key))
+	rw := httptest.NewRecorder()
+	m.Wrap(http.NotFoundHandler()).ServeHTTP(rw, req)
+	require.Equal(t, http.StatusCreated, rw.Code)
+	require.Equal(t, "true", rw.Header().Get(httpidem.DefaultReplayedHeader))
+	require.Equal(t, []string{"b/b", "a/a"}, rw.Header().Values("Content-Type"), "every value replayed")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/textproto"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/nilness"
@@ -45,7 +44,8 @@ var ErrNotStorable = errors.New("httpidem: response not storable")
 // A crash before the commit leaves neither the write nor the response (the
 // claim's lease ends and a retry runs the handler); after it, both (a retry
 // replays resp). resp's headers are cut to Config.ReplayHeaders, as the
-// middleware does; write the same response to w. st must be the store the
+// middleware does (line breaks in a value stored as the spaces net/http
+// sends); write the same response to w. st must be the store the
 // middleware was created with.
 //
 // A claim that was lost meanwhile (the lease ended and a retry took the key
@@ -148,10 +148,17 @@ func (r *run) storeInTx(resp Response, complete func(store.Outcome) error) error
 	if !r.m.cfg.storable(resp.Status) {
 		return fmt.Errorf("%w: status %d", ErrNotStorable, resp.Status)
 	}
+	// Cut as the recorder cuts a response: the allow-listed headers, under
+	// their canonical names, with line breaks as net/http sends them
+	// (spaces). Spellings of one name join in the order Write sends them.
 	kept := Response{Status: resp.Status, Header: make(http.Header, len(resp.Header)), Body: resp.Body}
-	for name, vals := range resp.Header {
-		if cn := textproto.CanonicalMIMEHeaderKey(name); r.m.cfg.replayHeaders[cn] {
-			kept.Header[cn] = append(kept.Header[cn], vals...)
+	names, header := canonicalHeader(resp.Header)
+	for _, cn := range names {
+		if !r.m.cfg.replayHeaders[cn] {
+			continue
+		}
+		for _, v := range header[cn] {
+			kept.Header[cn] = append(kept.Header[cn], headerNewlineToSpace.Replace(v))
 		}
 	}
 	out, err := kept.Encode()

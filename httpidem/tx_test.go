@@ -387,3 +387,41 @@ func TestTxHelpersRefuseANilContextTxOrStoreAndStoreNothing(t *testing.T) {
 	require.Equal(t, http.StatusCreated, good.Status, "the claim was released: a good request runs")
 	require.Empty(t, good.Header.Get("Idempotent-Replayed"))
 }
+
+// CommitTx cuts a response's headers as the middleware does, line breaks
+// included: net/http sends them as spaces, and that is what is stored. It
+// refused such a value (an *EncodingError), so a handler whose Location
+// held a line break (an id from the client, say) rolled back its write
+// and failed on every retry, where the same handler without CommitTx had
+// its response stored and replayed.
+func TestCommitTxStoresAHeaderWithALineBreakAsSentAndReplaysIt(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		ctx := r.Context()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		_, err = tx.Exec(ctx, "INSERT INTO "+pgx.Identifier{b.schema, "orders"}.Sanitize()+" (item) VALUES ('book')")
+		require.NoError(t, err)
+		resp := httpidem.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/orders/1\r\nX-Evil: 1"}}}
+		if err := httpidem.CommitTx(ctx, tx, b.pg, resp); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		require.NoError(t, resp.Write(w))
+	})
+	srv := serve(t, newMiddleware(t, b.st, nil), h)
+	first := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, first.Status, first.Body)
+	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+	require.Equal(t, http.StatusCreated, again.Status, again.Body)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"))
+	require.Empty(t, again.Header.Get("X-Evil"))
+	require.Equal(t, int64(1), runs.Load())
+	require.Equal(t, 1, b.orderCount(t))
+}

@@ -92,9 +92,12 @@ func (v parsedValue) Set(s string) error {
 	return nil
 }
 
-// durationFlag is a positive duration flag.
+// maxDurationText is store.MaxDuration as an operator reads it.
+var maxDurationText = fmt.Sprintf("%dh (%d years)", int64(store.MaxDuration/time.Hour), int64(store.MaxDuration/(365*24*time.Hour)))
+
+// durationFlag is a positive duration flag of at most store.MaxDuration.
 func durationFlag(fs *flag.FlagSet, bad *error, target *time.Duration, name, usage string) {
-	fs.Var(parsedValue{name: name, want: "a positive duration such as 30s or 5m", bad: bad,
+	fs.Var(parsedValue{name: name, want: "a positive duration such as 30s or 5m, at most " + maxDurationText, bad: bad,
 		parse: func(s string) bool {
 			d, err := time.ParseDuration(s)
 			if err != nil || d <= 0 || d > store.MaxDuration {

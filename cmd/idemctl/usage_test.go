@@ -34,6 +34,9 @@ func TestBadCommandLinesAreUsageErrors(t *testing.T) {
 		"token not a number": {[]string{"release", "-token", "x"}, `invalid -token "x"`},
 		"missing scope":      {[]string{"key", "-tool", "send_mail"}, "key needs -scope"},
 		"-yes elsewhere":     {[]string{"list", "-yes"}, "-yes is not a flag of list"},
+		// A duration over the stores' longest is refused: the message
+		// must say so, not ask a positive value for a positive one.
+		"duration over the longest": {[]string{"scope", "extend", "-scope", "s", "-ttl", "1000000h"}, `invalid -ttl "1000000h": want a positive duration such as 30s or 5m, at most 876000h (100 years)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -72,7 +74,10 @@ func (s *service) routes() http.Handler {
 func authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := r.Header.Get(customerHeader)
-		if c == "" || len(c) > 64 {
+		// A header value may hold any byte past ASCII; a customer id that
+		// is not UTF-8 is no principal the store can keep (the middleware
+		// would answer 500, a fault of the service, for the client's).
+		if c == "" || len(c) > 64 || !utf8.ValidString(c) {
 			problem(w, http.StatusUnauthorized, "send your customer id in "+customerHeader)
 			return
 		}
@@ -110,8 +115,10 @@ func (s *service) createOrder(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "the body must be {\"item\": \"…\", \"quantity\": N}: "+err.Error())
 		return
 	}
-	if in.Item == "" || len(in.Item) > 200 || in.Quantity < 1 || in.Quantity > maxQuantity {
-		problem(w, http.StatusBadRequest, fmt.Sprintf("item must be 1 to 200 bytes and quantity 1 to %d", maxQuantity))
+	// PostgreSQL's text holds no NUL: the insert would fail, and the
+	// client be told to retry (500) what can never succeed.
+	if in.Item == "" || len(in.Item) > 200 || strings.ContainsRune(in.Item, 0) || in.Quantity < 1 || in.Quantity > maxQuantity {
+		problem(w, http.StatusBadRequest, fmt.Sprintf("item must be 1 to 200 bytes without NUL and quantity 1 to %d", maxQuantity))
 		return
 	}
 	resp, err := s.place(r.Context(), customerOf(r), in)

@@ -91,6 +91,10 @@ func TestBadOrdersAreRefusedAndCreateNothing(t *testing.T) {
 		"unknown field":  {"cus_42", "k3", `{"item":"book","quantity":1,"price":0}`, http.StatusBadRequest},
 		"quantity zero":  {"cus_42", "k4", `{"item":"book","quantity":0}`, http.StatusBadRequest},
 		"quantity large": {"cus_42", "k5", `{"item":"book","quantity":10001}`, http.StatusBadRequest},
+		// The client's own mistakes, not the service's: a 5xx would
+		// tell the client to retry them for ever.
+		"customer not UTF-8": {"cus_\xff", "k6", `{"item":"book","quantity":1}`, http.StatusUnauthorized},
+		"item with a NUL":    {"cus_42", "k7", `{"item":"bo\u0000ok","quantity":1}`, http.StatusBadRequest},
 	} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders", strings.NewReader(tc.body))
 		require.NoError(t, err)
