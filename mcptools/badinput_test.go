@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -273,3 +274,56 @@ type nopWriteCloser struct{}
 
 func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
 func (nopWriteCloser) Close() error                { return nil }
+
+// MCP arguments are an object, as keyhash reads them: an array, string,
+// number or boolean was sent, and a server whose handler reads its
+// arguments raw ran the tool on it. null has the key of absent arguments
+// and is now sent as they are (none), not as a null a server may refuse.
+func TestCallerRefusesArgumentsThatAreNotAnObjectAndSendsNullAsAbsent(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := mcp.NewServer(&mcp.Implementation{Name: "raw-args", Version: "1"}, nil)
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	s.AddTool(&mcp.Tool{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			got = append(got, string(req.Params.Arguments))
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcptools.Connect(ctx, mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil), ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	c, err := mcptools.NewCaller(cs)
+	require.NoError(t, err)
+
+	for args, kind := range map[string]string{`[1]`: "an array", ` "x"`: "a string", `5`: "a number", `true`: "a boolean"} {
+		_, err := c.Execute(ctx, executor.Call{Tool: "a", Args: json.RawMessage(args)})
+		var ae *contract.ArgumentsError
+		require.ErrorAs(t, err, &ae, args)
+		require.Contains(t, ae.Problem, kind, args)
+		require.Equal(t, len(args)-len(strings.TrimLeft(args, " ")), ae.Offset, args)
+		require.Equal(t, contract.ClassBadCall, contract.ClassOf(err), args)
+	}
+	mu.Lock()
+	require.Empty(t, got, "nothing was sent")
+	mu.Unlock()
+
+	for _, args := range []string{`null`, " null\n", ``} {
+		res, err := c.Execute(ctx, executor.Call{Tool: "a", Args: json.RawMessage(args)})
+		require.NoError(t, err, "%q", args)
+		require.False(t, res.Failed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 3)
+	require.Equal(t, got[2], got[0], "null is sent as absent arguments are")
+	require.Equal(t, got[2], got[1])
+}

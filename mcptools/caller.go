@@ -37,9 +37,10 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 }
 
 // Execute calls the server's tool call.Tool with call.Args. Arguments
-// that are not valid JSON (invalid UTF-8 in a string included) are refused
-// with a *contract.ArgumentsError, and nothing is sent; all-white-space arguments are absent ones (the key of {}
-// and null), and none are sent. The request's
+// that are not a JSON object (invalid JSON, invalid UTF-8 in a string, an
+// array, a string, a number, a boolean) are refused with a
+// *contract.ArgumentsError, and nothing is sent; null and all-white-space
+// arguments are absent ones (the key of {}), and none are sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
 // idempotent call, and what WithCallParams put in ctx; the invocation id and
 // the provider call id stay local.
@@ -87,6 +88,19 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		if off := invalidUTF8At(call.Args); off >= 0 {
 			return executor.Result{}, &contract.ArgumentsError{Problem: "invalid UTF-8 in string", Offset: off}
 		}
+		// MCP arguments are an object. Anything else was sent, and a
+		// server whose handler reads them raw ran the tool on it; keyhash
+		// refuses it as this error. null is absent arguments, as keyhash
+		// reads it (the key of {}): it runs as they do, with none sent,
+		// not as a null a server may refuse.
+		switch args[0] {
+		case '{':
+		case 'n':
+			args = nil
+		default:
+			top := len(call.Args) - len(bytes.TrimLeft(call.Args, " \t\r\n"))
+			return executor.Result{}, &contract.ArgumentsError{Problem: "arguments must be a JSON object, null or absent, not " + jsonKind(args[0]), Offset: top}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run. The error matches ctx.Err(), as
@@ -128,6 +142,19 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// jsonKind names the kind of the JSON value that starts with first.
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not UTF-8,
