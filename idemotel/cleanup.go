@@ -9,8 +9,9 @@ import (
 )
 
 // CleanupRemoved returns a function that counts records removed by cleanup
-// in idemstore.cleanup.removed, with db.namespace set to namespace (the
-// schema; "" leaves it out), for pgstore.CleanerConfig.OnRemoved:
+// in idemstore.cleanup.removed, with db.system.name postgresql and
+// db.namespace set to namespace (the schema; "" leaves it out), for
+// pgstore.CleanerConfig.OnRemoved:
 //
 //	pgstore.NewCleaner(st, pgstore.CleanerConfig{OnRemoved: tel.CleanupRemoved(st.Schema())})
 //
@@ -23,12 +24,16 @@ func (in *Instrumentation) CleanupRemoved(namespace string) func(n int) {
 	if !in.made() {
 		return func(int) {}
 	}
-	var set attribute.Set
+	// The attributes a wrapped pgstore's RemoveExpired counts with, so
+	// that the cleaner's removals and the wrapper's of one store are one
+	// series: without db.system.name they were two, and a query for
+	// postgresql's removals missed the cleaner's, nearly all of them.
+	attrs := []attribute.KeyValue{semconv.DBSystemNameKey.String(SystemPostgreSQL)}
 	if namespace != "" {
 		// Made valid and bounded as on spans: this has no error to return.
-		set = attribute.NewSet(semconv.DBNamespace(spanString(namespace)))
+		attrs = append(attrs, semconv.DBNamespace(spanString(namespace)))
 	}
-	opt := metric.WithAttributeSet(set)
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	return func(n int) {
 		if n > 0 {
 			in.m.cleanupRemoved.Add(context.Background(), int64(n), opt)

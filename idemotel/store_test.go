@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemstore/idemstore/contract"
@@ -215,4 +216,39 @@ func TestWrapRefusesStoreNamesNoSpanCanCarry(t *testing.T) {
 	b.tel.CleanupRemoved("app\xff")(3)
 	rm := b.collect(t)
 	require.EqualValues(t, 3, count(t, rm, idemotel.MetricCleanupRemoved, attribute.String("db.namespace", "app\uFFFD")))
+}
+
+// schemaStore is a memstore that reports a schema, as pgstore does: the
+// wrapper takes it for PostgreSQL.
+type schemaStore struct{ *memstore.Store }
+
+func (schemaStore) Schema() string { return "app" }
+
+// The cleaner's removals (CleanupRemoved) and a wrapped pgstore's
+// RemoveExpired count in one series of idemstore.cleanup.removed: the
+// cleaner's lacked db.system.name, so they were a series of their own that
+// a query for postgresql's removals missed.
+func TestCleanerAndWrappedStoreRemovalsOfOneStoreAreOneSeries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	st, err := b.tel.WrapStore(schemaStore{b.mem}, nil)
+	require.NoError(t, err)
+	_, _, err = st.Put(ctx, "old", store.Entry{Key: [32]byte{1}, Fingerprint: [32]byte{2}, Tool: "t"},
+		store.Outcome{Kind: store.KindSuccess, Result: []byte("x")}, store.WriteOptions{ScopeTTL: time.Minute})
+	require.NoError(t, err)
+	b.clock.Advance(2 * time.Minute)
+	n, err := st.RemoveExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	b.tel.CleanupRemoved("app")(2)
+
+	m, ok := find(b.collect(t), idemotel.MetricCleanupRemoved)
+	require.True(t, ok)
+	points := m.Data.(metricdata.Sum[int64]).DataPoints
+	require.Len(t, points, 1, "one series: %v", points)
+	require.EqualValues(t, 3, points[0].Value)
+	require.True(t, has(points[0].Attributes, []attribute.KeyValue{
+		attribute.String("db.system.name", "postgresql"), attribute.String("db.namespace", "app"),
+	}), "%v", points[0].Attributes)
 }
