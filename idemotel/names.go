@@ -51,8 +51,8 @@ const (
 	AttrClaimState = attribute.Key("idemstore.claim.state")
 	// AttrFound says whether a Get found a record, on a store span.
 	AttrFound = attribute.Key("idemstore.found")
-	// AttrRecords is how many records a store operation returned, claimed,
-	// or removed, on a store span.
+	// AttrRecords is how many records a store operation found (GetMany) or
+	// removed (DeleteScope, RemoveExpired), on a store span.
 	AttrRecords = attribute.Key("idemstore.records")
 )
 

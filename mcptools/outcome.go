@@ -102,8 +102,15 @@ func writeObject(obj map[string]json.RawMessage) ([]byte, error) {
 // content is the stored JSON itself (a json.RawMessage), so a server that
 // hands the result on sends those bytes; content blocks and _meta are decoded.
 // Each call returns a new result with a new Meta map, which the caller may
-// change.
+// change. Output that is not a JSON object (null included, which no Caller
+// stores) is an error.
 func DecodeResult(output []byte) (*mcp.CallToolResult, error) {
+	if t := bytes.TrimLeft(output, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		// null decodes to an empty result and no error: a stored outcome
+		// of null (an operator's resolution, another store's bytes) would
+		// be handed out as a tool that returned nothing.
+		return nil, fmt.Errorf("mcptools: decoding a stored result: not a JSON object")
+	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(output, &res); err != nil {
 		return nil, fmt.Errorf("mcptools: decoding a stored result: %w", err)

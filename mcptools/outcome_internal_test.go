@@ -62,6 +62,18 @@ func TestDecodeResultGivesTheStoredStructuredContentAndANewMetaEachTime(t *testi
 	require.Error(t, err)
 }
 
+// A stored outcome that is not a JSON object is refused, null as well: it
+// decoded to an empty result with no error, handed out as a tool that
+// returned nothing, where encodeOutcome refuses a null result.
+func TestDecodeResultRefusesAnOutcomeThatIsNotAnObjectNullIncluded(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{`null`, ` null`, `[]`, `"x"`, `5`, ``} {
+		res, err := DecodeResult([]byte(raw))
+		require.Error(t, err, "%q", raw)
+		require.Nil(t, res, "%q", raw)
+	}
+}
+
 func TestForwardedMetaIsANewMapWithoutProtocolKeys(t *testing.T) {
 	t.Parallel()
 	in := mcp.Meta{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "trace/id": "t-1"}
