@@ -118,6 +118,35 @@ func TestAMigratorWithoutAPoolRunsOnlyTheTxMethods(t *testing.T) {
 	require.Len(t, res, int(schema.Latest))
 }
 
+// A nil *Migrator (what an ignored error of New or Open leaves) and a zero
+// one are refused with a *contract.ConfigError by every method, never a
+// panic, and change nothing.
+func TestANilOrZeroMigratorIsAConfigErrorNotAPanic(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, name := freshSchema(t)
+	for _, m := range []*migrations.Migrator{nil, {}} {
+		for _, c := range calls() {
+			if c.name == "Open" {
+				continue // not a method
+			}
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			require.NotPanics(t, func() { err = c.run(ctx, m, tx) }, "%s on %#v", c.name, m)
+			var ce *contract.ConfigError
+			require.ErrorAs(t, err, &ce, "%s on %#v", c.name, m)
+			require.Equal(t, "migrator", ce.Field)
+			_ = tx.Rollback(ctx)
+		}
+		require.NotPanics(t, func() {
+			require.Zero(t, m.Latest())
+			require.Empty(t, m.Schema())
+			m.Close()
+		})
+	}
+	require.False(t, schemaExists(t, pool, name))
+}
+
 func TestBadConfigIsAConfigErrorThatQuotesABoundedPrefix(t *testing.T) {
 	t.Parallel()
 	huge := strings.Repeat("x", 1<<20) + "Y"

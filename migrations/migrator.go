@@ -149,18 +149,35 @@ func urlProblem(err error) string {
 }
 
 // Close closes the pool Open made. For a Migrator made by New it does
-// nothing: the pool is the caller's.
+// nothing: the pool is the caller's; nor for one not made by New or Open.
 func (m *Migrator) Close() {
-	if m.owned {
+	if m != nil && m.owned {
 		m.pool.Close()
 	}
 }
 
-// Schema returns the schema the Migrator works on.
-func (m *Migrator) Schema() string { return m.schema }
+// Schema returns the schema the Migrator works on ("" for a Migrator not
+// made by New or Open).
+func (m *Migrator) Schema() string {
+	if m.unmade() {
+		return ""
+	}
+	return m.schema
+}
 
-// Latest returns the highest migration version in FS (schema.Latest).
-func (m *Migrator) Latest() int64 { return m.sources[len(m.sources)-1].version }
+// Latest returns the highest migration version in FS (schema.Latest); 0
+// for a Migrator not made by New or Open.
+func (m *Migrator) Latest() int64 {
+	if m.unmade() {
+		return 0
+	}
+	return m.sources[len(m.sources)-1].version
+}
+
+// unmade reports a Migrator that New and Open did not make: nil (what an
+// ignored error of theirs leaves) or a zero value. It knows no migration
+// and no schema.
+func (m *Migrator) unmade() bool { return m == nil || len(m.sources) == 0 }
 
 // Up applies every pending migration to the schema in the database at
 // databaseURL, creating the schema if needed: Open, Migrator.Up and Close in
@@ -176,11 +193,15 @@ func Up(ctx context.Context, databaseURL, schemaName string) error {
 	return err
 }
 
-// usable refuses a nil context and, for the pool route, a Migrator made
-// without a pool.
+// usable refuses a nil context, a Migrator New and Open did not make (a
+// *contract.ConfigError, instead of a nil dereference) and, for the pool
+// route, a Migrator made without a pool.
 func (m *Migrator) usable(ctx context.Context, needPool bool) error {
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
+	}
+	if m.unmade() {
+		return &contract.ConfigError{Config: "migrations.Migrator", Field: "migrator", Problem: "nil, or not made by migrations.New or Open"}
 	}
 	if needPool && m.pool == nil {
 		return &contract.ConfigError{Config: "migrations.New", Field: "pool", Problem: "nil: this Migrator runs only the ...Tx methods"}

@@ -22,7 +22,9 @@ type Inspector interface {
 	// ListAttention returns up to q.Limit live records that need attention
 	// (see Problem), the longest unchanged first, of q.Scope or of every
 	// scope. Records of expired scopes are not listed: they are never
-	// replayed and cleanup removes them. A page shorter than q.Limit is the
+	// replayed and cleanup removes them. A live claim that outlived its
+	// scope's expiry is (as stuck, once held StuckAfter): it still blocks
+	// its callers, and cleanup leaves it. A page shorter than q.Limit is the
 	// last; the next page starts after the last record listed: set q.After
 	// to its Cursor. The order is by Record.UpdatedAt, then Scope and Key
 	// byte by byte (AttentionCursor.Precedes), so paging through an unchanging

@@ -23,10 +23,16 @@ const (
 	DefaultCleanBatchSize = 10_000
 )
 
+// MinCleanInterval is the shortest CleanerConfig.Interval. Every round
+// sends at least one statement, so a shorter interval (a bare number of
+// seconds read as nanoseconds: Interval: 60) runs rounds back to back, a
+// loop of DELETE statements against the database.
+const MinCleanInterval = time.Millisecond
+
 // CleanerConfig tunes a Cleaner. Every zero field means its default.
 type CleanerConfig struct {
 	// Interval is the time between the end of one round and the start of
-	// the next. Defaults to DefaultCleanInterval.
+	// the next, at least MinCleanInterval. Defaults to DefaultCleanInterval.
 	Interval time.Duration
 	// Jitter adds a random delay of up to Jitter to every interval, so that
 	// cleaners started together in many processes spread out. Defaults to
@@ -69,6 +75,9 @@ func (c CleanerConfig) validate() error {
 		contract.Field{Name: "Jitter", D: max(c.Jitter, 0)},
 	); err != nil {
 		return err
+	}
+	if c.Interval != 0 && c.Interval < MinCleanInterval {
+		return &contract.ConfigError{Config: name, Field: "Interval", Problem: fmt.Sprintf("%s is shorter than %s (pgstore.MinCleanInterval)", c.Interval, MinCleanInterval)}
 	}
 	if c.BatchSize < 0 {
 		return &contract.ConfigError{Config: name, Field: "BatchSize", Problem: "negative"}

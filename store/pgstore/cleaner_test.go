@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -61,6 +62,23 @@ func TestCleanerStopsCleanly(t *testing.T) {
 
 	_, err = pgstore.NewCleaner(st, pgstore.CleanerConfig{BatchSize: -1})
 	require.ErrorIs(t, err, store.ErrInvalidInput)
+}
+
+// A cleanup interval written as a bare number (Interval: 60, read as 60 ns)
+// would run rounds back to back against the database: NewCleaner refuses it,
+// naming the field.
+func TestCleanerRefusesAnIntervalBelowMinCleanInterval(t *testing.T) {
+	t.Parallel()
+	st := newStore(t, nil)
+	for _, d := range []time.Duration{1, 60, pgstore.MinCleanInterval - 1} {
+		_, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{Interval: d})
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, "%s", d)
+		require.Equal(t, "Interval", ce.Field)
+	}
+	cl, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{Interval: pgstore.MinCleanInterval})
+	require.NoError(t, err)
+	cl.Stop()
 }
 
 // waitUntilExpired waits, on the database's clock, until n records have

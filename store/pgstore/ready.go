@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -47,29 +48,63 @@ func (a Access) String() string {
 
 // privilege is one right on one object of the schema.
 type privilege struct {
-	kind   string // "schema", "table", "sequence" or "function"
+	kind   string // "schema", "table", "sequence", "function" (of pg_catalog) or "schema function"
 	object string // the object's name inside the schema ("" for the schema itself); a function's signature
 	right  string
 }
 
+// execute is EXECUTE on each function of the schema (migrations 4 and 5),
+// given by its signature. PUBLIC holds it unless the database revoked it
+// (ALTER DEFAULT PRIVILEGES … REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC, a
+// common hardening): then every statement calling the function is refused.
+func execute(signatures ...string) []privilege {
+	ps := make([]privilege, len(signatures))
+	for i, sig := range signatures {
+		ps[i] = privilege{"schema function", sig, "EXECUTE"}
+	}
+	return ps
+}
+
+// The functions the store's statements call, by signature, and the lock
+// function ExtendScope and DeleteScope take the scope's lock with.
+// idem_remove_expired_here runs on Citus only and is not listed.
+const (
+	fnClaim       = "idem_claim(text,bytea,text,bytea,bigint,bigint,bytea)"
+	fnClaimMany   = "idem_claim_many(text,bytea[],text[],bytea[],bigint,bigint,bytea)"
+	fnPut         = "idem_put(text,bytea,text,bytea,smallint,smallint,bytea,bigint)"
+	fnScopeExpiry = "idem_scope_expiry(text,bigint,timestamp with time zone)"
+	fnExtendScope = "idem_extend_scope(text,bigint)"
+	fnResolve     = "idem_resolve(text,bytea,bigint,smallint,smallint,smallint,bytea,text)"
+	fnScopeLock   = "pg_advisory_xact_lock(integer,integer)"
+)
+
 // needs lists, per Access, the privileges docs/operations.md grants. The
 // call path's are those TestRuntimeRoleHasWhatTheStoreNeedsAndNoDDL proves
 // sufficient; each right is checked on its own (has_table_privilege with a
-// list of rights answers whether any of them is held, not all).
+// list of rights answers whether any of them is held, not all). The second
+// table's rights drop tableRights' USAGE on the schema, listed once.
 var needs = map[Access][]privilege{
-	AccessCalls: append(tableRights("idem_records", "SELECT", "INSERT", "UPDATE", "DELETE"),
-		append(tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE"),
-			privilege{"sequence", "idem_token_seq", "USAGE"},
-			privilege{"table", schema.VersionTable, "SELECT"},
-			privilege{"function", "pg_notify(text,text)", "EXECUTE"})...),
+	AccessCalls: slices.Concat(tableRights("idem_records", "SELECT", "INSERT", "UPDATE", "DELETE"),
+		tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE")[1:],
+		[]privilege{
+			{"sequence", "idem_token_seq", "USAGE"},
+			{"table", schema.VersionTable, "SELECT"},
+			{"function", "pg_notify(text,text)", "EXECUTE"},
+			{"function", fnScopeLock, "EXECUTE"},
+		},
+		execute(fnClaim, fnClaimMany, fnPut, fnScopeExpiry, fnExtendScope, fnResolve)),
 	AccessInspect: append(tableRights("idem_records", "SELECT"),
 		privilege{"table", "idem_scopes", "SELECT"},
 		privilege{"table", schema.VersionTable, "SELECT"}),
-	AccessResolve: append(tableRights("idem_records", "SELECT", "UPDATE", "DELETE"),
-		append(tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE"),
-			privilege{"sequence", "idem_token_seq", "USAGE"},
-			privilege{"table", schema.VersionTable, "SELECT"},
-			privilege{"function", "pg_notify(text,text)", "EXECUTE"})...),
+	AccessResolve: slices.Concat(tableRights("idem_records", "SELECT", "UPDATE", "DELETE"),
+		tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE")[1:],
+		[]privilege{
+			{"sequence", "idem_token_seq", "USAGE"},
+			{"table", schema.VersionTable, "SELECT"},
+			{"function", "pg_notify(text,text)", "EXECUTE"},
+			{"function", fnScopeLock, "EXECUTE"},
+		},
+		execute(fnExtendScope, fnResolve)),
 }
 
 func tableRights(table string, rights ...string) []privilege {
@@ -90,6 +125,8 @@ func (p privilege) grant(q, role string) string {
 		return "GRANT " + p.right + " ON SEQUENCE " + q + "." + p.object + to
 	case "function":
 		return "GRANT " + p.right + " ON FUNCTION " + p.object + to
+	case "schema function":
+		return "GRANT " + p.right + " ON FUNCTION " + q + "." + p.object + to
 	}
 	return "GRANT " + p.right + " ON " + q + "." + p.object + to
 }
@@ -107,6 +144,7 @@ const privilegesSQL = `SELECT current_user::text, array_agg(
 	WHEN 'table' THEN has_table_privilege(to_regclass($4 || '.' || p.object)::oid, p.priv)
 	WHEN 'sequence' THEN has_sequence_privilege(to_regclass($4 || '.' || p.object)::oid, p.priv)
 	WHEN 'function' THEN has_function_privilege(to_regprocedure(p.object)::oid, p.priv)
+	WHEN 'schema function' THEN has_function_privilege(to_regprocedure($4 || '.' || p.object)::oid, p.priv)
 	END ORDER BY p.i)
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(kind, object, priv, i)`
 

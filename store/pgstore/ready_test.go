@@ -125,3 +125,53 @@ func TestCountsPartitionTheRecords(t *testing.T) {
 	_, err = st.Complete(ctx, c, success("done"))
 	require.NoError(t, err)
 }
+
+// A database that revoked EXECUTE on the store's functions from PUBLIC (a
+// common hardening, docs/operations.md section 2) fails every claim with
+// "permission denied": Ready and CheckPrivileges must say so, naming the
+// GRANT, instead of reporting the role ready.
+func TestReadyFindsARevokedExecuteOnTheStoresFunctions(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	admin, name := newSchema(t)
+	role := "ready_fn_" + randomSuffix(t)
+	_, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD 'pw'")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, sql := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
+			if _, err := admin.Exec(cctx, sql); err != nil {
+				t.Logf("cleanup: %s: %v", sql, err)
+			}
+		}
+	})
+	q := pgx.Identifier{name}.Sanitize()
+	_, err = admin.Exec(ctx, "GRANT USAGE ON SCHEMA "+q+" TO "+role+
+		"; GRANT SELECT, INSERT, UPDATE, DELETE ON "+q+".idem_records, "+q+".idem_scopes TO "+role+
+		"; GRANT USAGE ON SEQUENCE "+q+".idem_token_seq TO "+role+
+		"; GRANT SELECT ON "+q+".idem_goose_version TO "+role+
+		"; REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA "+q+" FROM PUBLIC")
+	require.NoError(t, err)
+	pool := poolAs(t, role, "pw")
+	st := openStore(t, pool, name, nil)
+
+	_, err = st.Claim(ctx, "run", entry("revoked", `{}`), time.Hour, store.WriteOptions{})
+	require.ErrorIs(t, err, store.ErrRefused, "the call path needs EXECUTE on the store's functions")
+
+	err = st.Ready(ctx)
+	require.ErrorIs(t, err, store.ErrRefused)
+	var pe *pgstore.PrivilegeError
+	require.ErrorAs(t, err, &pe)
+	require.Contains(t, pe.Grants, "GRANT EXECUTE ON FUNCTION "+q+".idem_claim(text,bytea,text,bytea,bigint,bigint,bytea) TO "+pgx.Identifier{role}.Sanitize())
+	var resolve *pgstore.PrivilegeError
+	require.ErrorAs(t, pgstore.CheckPrivileges(ctx, pool, name, pgstore.AccessResolve), &resolve)
+	require.NoError(t, pgstore.CheckPrivileges(ctx, pool, name, pgstore.AccessInspect), "listing calls no function")
+
+	// The grants it names are the ones that make the role ready.
+	_, err = admin.Exec(ctx, strings.Join(append(pe.Grants, resolve.Grants...), "; "))
+	require.NoError(t, err)
+	require.NoError(t, st.Ready(ctx))
+	require.NoError(t, pgstore.CheckPrivileges(ctx, pool, name, pgstore.AccessResolve))
+	runEveryOperation(ctx, t, st, openStore(t, pool, name, nil), pool, admin, name)
+}

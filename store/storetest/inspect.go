@@ -40,7 +40,9 @@ func problems(list []store.Attention) map[keyhash.Sum]store.Problem {
 // ListAttention finds the records an operator must look at: claims whose
 // holder died (outcome unknown), claims held too long (stuck), and calls
 // released after failing often enough; never completed records, live fresh
-// claims, or records of expired scopes. It filters by scope and is bounded.
+// claims, or records of expired scopes, a live claim that outlived its
+// scope's expiry excepted (it still blocks its callers). It filters by scope
+// and is bounded.
 func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	ctx := testContext(t)
 	s, ins := inspector(t, b)
@@ -58,6 +60,7 @@ func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	require.NoError(t, s.Release(ctx, c, "once"))
 	claim(ctx, t, s, "other", abandoned, shortLease, noOpts)
 	claim(ctx, t, s, "expired", abandoned, shortLease, ttl(shortTTL))
+	claim(ctx, t, s, "outlived", stuck, longLease, ttl(shortTTL)) // held past its scope's expiry
 
 	b.Advance(pastShort)
 	c = claim(ctx, t, s, "run", fresh, longLease, noOpts) // just claimed: fine
@@ -104,7 +107,13 @@ func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	for _, a := range all {
 		scopes = append(scopes, a.Record.Scope)
 	}
-	require.ElementsMatch(t, []string{"run", "run", "run", "other"}, scopes, "every live scope, no expired one")
+	require.ElementsMatch(t, []string{"run", "run", "run", "other", "outlived"}, scopes,
+		"every live scope, no expired one but for a live claim held past its scope's expiry")
+	for _, a := range all {
+		if a.Record.Scope == "outlived" {
+			require.Equal(t, store.ProblemStuck, a.Problem, "a live claim of an expired scope")
+		}
+	}
 
 	one, err := ins.ListAttention(ctx, store.AttentionQuery{Limit: 1})
 	require.NoError(t, err)
