@@ -48,6 +48,7 @@ func TestSchemaNameInjectionIsRejected(t *testing.T) {
 		`Public`,
 		`a.b`,
 		`pg_catalog`,
+		`order`, // a reserved word: not a name unquoted
 		strings.Repeat("a", 64),
 		`1abc`,
 	} {
