@@ -29,6 +29,7 @@ func TestBadInputIsRejectedBeforeTheStore(t *testing.T) {
 		{"tool name not UTF-8", call("\xff", `{}`), store.ErrInvalidInput},
 		{"tool name too long", call(strings.Repeat("t", 257), `{}`), store.ErrTooLarge},
 		{"invalid JSON", call("t", `{"a":`), store.ErrInvalidArguments},
+		{"duplicate object keys", call("t", `{"a":1,"b":{"c":1,"c":1}}`), store.ErrInvalidArguments},
 		{"arguments not UTF-8", call("t", "{\"a\":\"\xff\"}"), store.ErrInvalidArguments},
 		{"10 MB of arguments", call("t", huge), store.ErrTooLarge},
 		{"1,000 levels of nesting", call("t", `{"a":`+deep+`}`), store.ErrTooLarge},
@@ -136,6 +137,78 @@ func TestCallsAreCheckedAgainstTheStoresLimits(t *testing.T) {
 		require.EqualValues(t, 1, tool.runs.Load(), "refused before the tool ran")
 		require.Equal(t, store.Stats{}, narrow.Stats())
 	})
+}
+
+// Every limit a call can break before it runs (scope, tool name, invocation
+// id, argument size and depth) is the store's, not a default: a store
+// configured below the defaults refuses each with a *store.LimitError
+// naming the limit, the value and the store's maximum, before the tool runs
+// and before the store is asked; a store with the defaults runs the same
+// calls.
+func TestEveryCallLimitIsTheStoresAndIsCheckedBeforeTheToolRuns(t *testing.T) {
+	t.Parallel()
+	narrow := store.Limits{MaxScopeBytes: 8, MaxToolBytes: 8, MaxInvocationIDBytes: 8, MaxArgBytes: 32, MaxDepth: 3}
+	ok := idCall("inv", "tool", `{}`)
+	cases := []struct {
+		scope string
+		call  Call
+		want  store.LimitError
+	}{
+		{"run-123456", ok, store.LimitError{Limit: "MaxScopeBytes", Value: 10, Max: 8}},
+		{"run", idCall("inv", "tool-12345", `{}`), store.LimitError{Limit: "MaxToolBytes", Value: 10, Max: 8}},
+		{"run", idCall("inv-123456789", "tool", `{}`), store.LimitError{Limit: "MaxInvocationIDBytes", Value: 13, Max: 8}},
+		{"run", call("tool", `{"a":"`+strings.Repeat("x", 30)+`"}`), store.LimitError{Limit: "MaxArgBytes", Value: 38, Max: 32}},
+		{"run", call("tool", `{"a":[[[1]]]}`), store.LimitError{Limit: "MaxDepth", Value: 4, Max: 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want.Limit, func(t *testing.T) {
+			t.Parallel()
+			bothModes(t, func(t *testing.T, mode Mode) {
+				ctx := bounded(t)
+				st, err := memstore.New(&memstore.Config{Limits: narrow})
+				require.NoError(t, err)
+				calls := newCountingStore(st)
+				tool := &countingTool{}
+				idem, err := New(tool, calls, &Config{Mode: mode})
+				require.NoError(t, err)
+				exec := idem.ForScope(tc.scope)
+
+				requireLimit := func(err error) {
+					t.Helper()
+					var limit *store.LimitError
+					require.ErrorAs(t, err, &limit)
+					require.Equal(t, tc.want, *limit)
+					require.Equal(t, contract.ClassBadCall, ClassOf(err))
+				}
+				res, err := exec.Execute(ctx, tc.call)
+				requireLimit(err)
+				require.Equal(t, Result{}, res)
+				preps, err := exec.Prepare(ctx, []Call{tc.call})
+				if err == nil {
+					require.Len(t, preps, 1)
+					requireLimit(preps[0].Err)
+					_, err = preps[0].Run(ctx)
+				}
+				requireLimit(err)
+				require.Zero(t, tool.runs.Load(), "the tool never ran")
+				require.Zero(t, calls.total(), "the store was never asked")
+				require.Equal(t, store.Stats{}, st.Stats())
+
+				wide, err := New(tool, newCountingStore(mustMemstore(t)), &Config{Mode: mode})
+				require.NoError(t, err)
+				_, err = wide.ForScope(tc.scope).Execute(ctx, tc.call)
+				require.NoError(t, err, "the default limits allow the call")
+				require.EqualValues(t, 1, tool.runs.Load())
+			})
+		})
+	}
+}
+
+func mustMemstore(t *testing.T) *memstore.Store {
+	t.Helper()
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	return st
 }
 
 func TestValidOddArgumentsAreAccepted(t *testing.T) {

@@ -246,3 +246,42 @@ func TestScopesOfOneExecutorAreSeparate(t *testing.T) {
 	require.True(t, res.Replayed)
 	require.EqualValues(t, 3, b.tool.runs.Load())
 }
+
+// Config.ScopeTTL is how long the scope this executor starts lives: its
+// outcomes are replayed until then and never after, when the call runs
+// again. Without it the store's default holds (store.DefaultScopeTTL, 24
+// hours, for a default-configured store).
+func TestScopeTTLSetsHowLongAScopesOutcomesAreReplayed(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		cfgTTL, ttl time.Duration
+	}{
+		"configured": {time.Hour, time.Hour},
+		"default":    {0, store.DefaultScopeTTL},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bothModes(t, func(t *testing.T, mode Mode) {
+				b := setup(t, &Config{Mode: mode, ScopeTTL: tc.cfgTTL})
+				ctx := context.Background()
+				c := call("t", `{}`)
+				start := b.clock.Now()
+				_, err := b.exec.Execute(ctx, c)
+				require.NoError(t, err)
+				rec, err := b.st.Get(ctx, testScope, entryOf(t, b.exec, c).Key)
+				require.NoError(t, err)
+				require.Equal(t, start.Add(tc.ttl), rec.ExpiresAt)
+
+				b.clock.Advance(tc.ttl - time.Minute)
+				res, err := b.exec.Execute(ctx, c)
+				require.NoError(t, err)
+				require.True(t, res.Replayed, "replayed while the scope lives")
+				b.clock.Advance(2 * time.Minute)
+				res, err = b.exec.Execute(ctx, c)
+				require.NoError(t, err)
+				require.False(t, res.Replayed, "never replayed once the scope expired")
+				require.EqualValues(t, 2, b.tool.runs.Load())
+			})
+		})
+	}
+}

@@ -30,7 +30,9 @@ const Latest int64 = 5
 // Pattern is the form a schema name must have. It is stricter than
 // PostgreSQL's rules on purpose: lower case only, so the name means the same
 // quoted or unquoted, and at most 63 bytes, PostgreSQL's identifier limit,
-// so it is never silently truncated.
+// so it is never silently truncated. A name that matches it is still
+// refused if it is a keyword PostgreSQL reserves (such as "order" or
+// "user"): unquoted, that is no name at all.
 const Pattern = `^[a-z_][a-z0-9_]{0,62}$`
 
 var nameRE = regexp.MustCompile(Pattern)
@@ -67,9 +69,35 @@ func problem(name string) string {
 	case strings.HasPrefix(name, "pg_"):
 		// PostgreSQL reserves pg_* schema names for the system.
 		return contract.Quote(name) + ": the pg_ prefix is reserved by PostgreSQL"
+	case keywords[name]:
+		// Unquoted, such a name is a keyword, not a name: goose names the
+		// version table unquoted, so migrating it would fail half way.
+		return contract.Quote(name) + " is a PostgreSQL keyword that cannot name a schema unquoted"
 	}
 	return ""
 }
+
+// keywords are PostgreSQL's keywords that cannot stand unquoted where a
+// schema name goes: its reserved ones and those reserved but for type or
+// function names (pg_get_keywords() catcode R and T; PostgreSQL 15, and
+// system_user, reserved since 16). A test compares them with the server's.
+var keywords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc
+		asymmetric authorization binary both case cast check collate collation
+		column concurrently constraint create cross current_catalog current_date
+		current_role current_schema current_time current_timestamp current_user
+		default deferrable desc distinct do else end except false fetch for
+		foreign freeze from full grant group having ilike in initially inner
+		intersect into is isnull join lateral leading left like limit localtime
+		localtimestamp natural not notnull null offset on only or order outer
+		overlaps placing primary references returning right select session_user
+		similar some symmetric system_user table tablesample then to trailing
+		true union unique user using variadic verbose when where window with`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // Quote returns a validated schema name as a quoted SQL identifier.
 func Quote(name string) string { return pgx.Identifier{name}.Sanitize() }

@@ -101,21 +101,7 @@ func TestCleanupUsesDatabaseClock(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
-	clock := schema + "_clock"
-	_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s;
-		CREATE FUNCTION %[1]s.now() RETURNS timestamptz LANGUAGE sql STABLE
-		AS $$ SELECT pg_catalog.now() + interval '1 hour' $$`, clock))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+clock+" CASCADE")
-		require.NoError(t, err)
-	})
-	ahead := newPool(t, func(c *pgxpool.Config) {
-		c.ConnConfig.RuntimeParams["search_path"] = clock + ", pg_catalog"
-	})
-	var skew time.Duration
-	require.NoError(t, ahead.QueryRow(ctx, "SELECT extract(epoch FROM now() - pg_catalog.now())::int").Scan(&skew))
-	require.EqualValues(t, 3600, skew, "the shifted session clock is in effect")
+	ahead := poolAnHourAhead(ctx, t, pool, schema)
 
 	now := openStore(t, pool, schema, nil)
 	later := openStore(t, ahead, schema, nil)
@@ -135,6 +121,78 @@ func TestCleanupUsesDatabaseClock(t *testing.T) {
 	require.Equal(t, 1, n, "removed by the shifted database clock")
 	_, err = now.Get(ctx, "run", e.Key)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// poolAnHourAhead returns a pool on pool's database whose sessions' now() is
+// an hour ahead of the database's true clock (a now() of its own, found
+// first on the search_path), as if a store's sessions ran on a clock an hour
+// later than the process's.
+func poolAnHourAhead(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string) *pgxpool.Pool {
+	t.Helper()
+	clock := schema + "_clock"
+	_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s;
+		CREATE FUNCTION %[1]s.now() RETURNS timestamptz LANGUAGE sql STABLE
+		AS $$ SELECT pg_catalog.now() + interval '1 hour' $$`, clock))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+clock+" CASCADE")
+		require.NoError(t, err)
+	})
+	ahead := newPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["search_path"] = clock + ", pg_catalog"
+	})
+	var skew time.Duration
+	require.NoError(t, ahead.QueryRow(ctx, "SELECT extract(epoch FROM now() - pg_catalog.now())::int").Scan(&skew))
+	require.EqualValues(t, 3600, skew, "the shifted session clock is in effect")
+	return ahead
+}
+
+// Lease decisions are made on the database's clock too, never a process
+// clock: a claim whose 30-minute lease every process clock calls live is
+// over for a session whose database clock runs an hour ahead, which takes
+// it over (and fences the first holder) and finds nothing to wait for;
+// leases and scope expiries are granted from the database's now().
+func TestLeaseDecisionsUseTheDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	ahead := poolAnHourAhead(ctx, t, pool, schema)
+	now := openStore(t, pool, schema, nil)
+	later := openStore(t, ahead, schema, nil)
+	const lease = 30 * time.Minute
+
+	e := entry("id", `{}`)
+	res, err := now.Claim(ctx, "run", e, lease, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State)
+	first := res.Claim
+	require.WithinDuration(t, time.Now().Add(lease), first.LeaseUntil, time.Minute, "live by the process clock")
+
+	require.NoError(t, later.Wait(ctx, "run", e.Key, first.Token), "nothing to wait for: the lease is over by the (shifted) database clock")
+	res, err = later.Claim(ctx, "run", e, lease, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State, "taken over by the (shifted) database clock")
+	require.True(t, res.TakenOver)
+	second := res.Claim
+	require.Greater(t, second.Token, first.Token)
+	require.WithinDuration(t, time.Now().Add(time.Hour+lease), second.LeaseUntil, time.Minute, "the lease runs from the database's now()")
+
+	res, err = now.Claim(ctx, "run", e, lease, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimInFlight, res.State, "the new lease is live by the true database clock")
+	require.Equal(t, second.Token, res.Record.Token)
+	_, err = now.Complete(ctx, first, success("stale"))
+	require.ErrorIs(t, err, store.ErrLeaseLost, "the first holder is fenced")
+
+	renewed, err := later.Renew(ctx, second, lease)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(time.Hour+lease), renewed.LeaseUntil, time.Minute, "a renewal runs from the database's now()")
+	_, err = later.Complete(ctx, renewed, success("done"))
+	require.NoError(t, err)
+
+	rec, _, err := later.Put(ctx, "later-run", e, success("x"), store.WriteOptions{ScopeTTL: lease})
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(time.Hour+lease), rec.ExpiresAt, time.Minute, "a scope's expiry runs from the database's now()")
 }
 
 // A dead record whose row another transaction keeps locked does not hold

@@ -48,6 +48,7 @@ func TestSchemaNameInjectionIsRejected(t *testing.T) {
 		`Public`,
 		`a.b`,
 		`pg_catalog`,
+		`order`, // a reserved word: not a name unquoted
 		strings.Repeat("a", 64),
 		`1abc`,
 	} {
@@ -345,4 +346,31 @@ func TestLimitsPastWhatOneStatementCarriesAreRefused(t *testing.T) {
 		Limits: store.Limits{MaxResultBytes: pgstore.MaxResultAndToolBytes - contract.DefaultMaxToolBytes}})
 	require.NoError(t, err, "the largest result with the default tool limit")
 	st.Close()
+}
+
+// Config.DefaultScopeTTL is the expiry of a scope that a write starts
+// without WriteOptions.ScopeTTL, whichever write starts it.
+func TestScopeTTLDefaultsToTheConfiguredOne(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st := newStore(t, &pgstore.Config{DefaultScopeTTL: 6 * time.Hour})
+	e := entry("id", `{}`)
+	rec, stored, err := st.Put(ctx, "by-put", e, success("x"), store.WriteOptions{})
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, rec.CreatedAt.Add(6*time.Hour).Equal(rec.ExpiresAt), "Put: expires %s, created %s", rec.ExpiresAt, rec.CreatedAt)
+
+	res, err := st.Claim(ctx, "by-claim", e, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State)
+	rec, err = st.Complete(ctx, res.Claim, success("x"))
+	require.NoError(t, err)
+	require.True(t, rec.CreatedAt.Add(6*time.Hour).Equal(rec.ExpiresAt), "Claim: expires %s, created %s", rec.ExpiresAt, rec.CreatedAt)
+
+	many, err := st.ClaimMany(ctx, "by-claim-many", []store.Entry{e}, time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, many[0].State)
+	rec, err = st.Complete(ctx, many[0].Claim, success("x"))
+	require.NoError(t, err)
+	require.True(t, rec.CreatedAt.Add(6*time.Hour).Equal(rec.ExpiresAt), "ClaimMany: expires %s, created %s", rec.ExpiresAt, rec.CreatedAt)
 }

@@ -46,6 +46,35 @@ func testExpiredRecordsAreNeverReplayed(t *testing.T, b Bundle) {
 	requireResult(ctx, t, s, "run", byPut, "new put")
 }
 
+// A scope started without a ScopeTTL lives for store.DefaultScopeTTL (24
+// hours), whichever write starts it: Put, Claim or ClaimMany. The suite's
+// stores are default-configured, so this is the default of the contract.
+func testScopesLiveForTheDefaultTTLUnlessToldOtherwise(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	require.Equal(t, 24*time.Hour, store.DefaultScopeTTL)
+	e := call("id", `{}`)
+	requireDefaultExpiry := func(how string, rec store.Record) {
+		t.Helper()
+		require.WithinDuration(t, rec.CreatedAt.Add(store.DefaultScopeTTL), rec.ExpiresAt, time.Second,
+			"%s: a scope started without a ScopeTTL expires after store.DefaultScopeTTL", how)
+	}
+
+	requireDefaultExpiry("Put", put(ctx, t, s, "by-put", e, success("x"), noOpts))
+	c := claim(ctx, t, s, "by-claim", e, longLease, noOpts)
+	requireDefaultExpiry("Claim", requireInFlight(ctx, t, s, "by-claim", e, c.Token))
+	res, err := s.ClaimMany(ctx, "by-claim-many", []store.Entry{e}, longLease, noOpts)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, store.ClaimGranted, res[0].State)
+	requireDefaultExpiry("ClaimMany", requireInFlight(ctx, t, s, "by-claim-many", e, res[0].Claim.Token))
+
+	b.Advance(pastShort)
+	requireResult(ctx, t, s, "by-put", e, "x")
+	rec, err := s.Complete(ctx, c, success("y"))
+	require.NoError(t, err)
+	requireDefaultExpiry("Complete", rec)
+}
+
 // All records of a scope share one expiry, set by the write that starts the
 // scope; later writes with another TTL do not change it.
 func testAllRecordsOfAScopeExpireTogether(t *testing.T, b Bundle) {

@@ -78,6 +78,7 @@ var guarantees = []guarantee{
 	{"ScopesAreIsolated", testScopesAreIsolated},
 	{"GetManyReturnsOnlyLiveCompleted", testGetManyReturnsOnlyLiveCompleted},
 	{"ExpiredRecordsAreNeverReplayed", testExpiredRecordsAreNeverReplayed},
+	{"ScopesLiveForTheDefaultTTLUnlessToldOtherwise", testScopesLiveForTheDefaultTTLUnlessToldOtherwise},
 	{"AllRecordsOfAScopeExpireTogether", testAllRecordsOfAScopeExpireTogether},
 	{"ExtendScopeKeepsRecordsAlive", testExtendScopeKeepsRecordsAlive},
 	{"ExtendScopeDoesNotReviveAnExpiredScope", testExtendScopeDoesNotReviveAnExpiredScope},
