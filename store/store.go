@@ -71,7 +71,9 @@ type CallStore interface {
 	// Complete stores out for the claim c and returns the completed record.
 	// It succeeds only while c.Token is the record's current token (even if
 	// the lease has expired, as long as nobody took over); otherwise it
-	// returns ErrLeaseLost and stores nothing.
+	// returns ErrLeaseLost and stores nothing. A ctx already done does not
+	// stop it (nor Release): a caller that gave up must not lose a finished
+	// result; a store bounds the write by its own timeout instead.
 	Complete(ctx context.Context, c Claim, out Outcome) (Record, error)
 
 	// Release gives up the claim c after a failed call, so that the next

@@ -251,6 +251,17 @@ func (s *Store) begin(ctx context.Context, op string) error {
 	return ctxDone(ctx, op)
 }
 
+// beginOutcome is begin for the writes that settle a claim (Complete,
+// Release): a caller that gave up must not lose a finished result or leave
+// its claim to expire, so a done ctx is not refused, as the PostgreSQL
+// store does not refuse it (nothing here waits on ctx anyway).
+func (s *Store) beginOutcome(ctx context.Context) error {
+	if s == nil || s.clock == nil {
+		return &contract.InputError{Field: "store", Problem: "a memstore.Store not made by memstore.New"}
+	}
+	return contract.CheckContext(ctx)
+}
+
 // ctxDone refuses a nil ctx and returns ctx's error, naming op, if it is
 // done (contract.Interrupted, as the PostgreSQL store does). It checks Done
 // first: for a context shared by many goroutines that is one atomic load,

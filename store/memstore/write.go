@@ -282,7 +282,7 @@ func held(sh *shard, c store.Claim) (*entry, *scope) {
 // after its lease ended, as long as nobody took over) and c.Fingerprint,
 // when set, is its record's.
 func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) (store.Record, error) {
-	if err := s.begin(ctx, "complete"); err != nil {
+	if err := s.beginOutcome(ctx); err != nil {
 		return store.Record{}, err
 	}
 	if err := store.CheckClaim(ctx, s.limits, c); err != nil {
@@ -348,7 +348,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // Waiters wake. When the store is too full to account for the cause's
 // bytes, the cause is not kept: a release is never refused for its text.
 func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error {
-	if err := s.begin(ctx, "release"); err != nil {
+	if err := s.beginOutcome(ctx); err != nil {
 		return err
 	}
 	if err := store.CheckClaim(ctx, s.limits, c); err != nil {

@@ -153,3 +153,26 @@ func testNilContextIsRefused(t *testing.T, b Bundle) {
 	requireInFlight(ctx, t, s, "run", e, c.Token)
 	requireNotFound(ctx, t, s, "run", call("p", `{}`))
 }
+
+// Complete and Release settle a claim even when the caller's context is
+// already done: the tool ran (or failed), and a caller that gave up must
+// neither lose the finished result nor leave the claim to block others
+// until its lease ends. The executor writes outcomes so itself; a store
+// used directly keeps the same promise.
+func testClaimIsSettledUnderACancelledContext(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	done, failed := call("done", `{}`), call("failed", `{}`)
+	cd := claim(ctx, t, s, "run", done, longLease, noOpts)
+	cf := claim(ctx, t, s, "run", failed, longLease, noOpts)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+
+	_, err := s.Complete(cancelled, cd, success("kept"))
+	require.NoError(t, err, "Complete under a cancelled context")
+	requireResult(ctx, t, s, "run", done, "kept")
+
+	require.NoError(t, s.Release(cancelled, cf, "the tool failed"), "Release under a cancelled context")
+	res, err := s.Claim(ctx, "run", failed, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State, "the released claim lets the next caller run")
+}

@@ -109,6 +109,7 @@ var guarantees = []guarantee{
 	{"ClaimHintDecidesTheSame", testClaimHintDecidesTheSame},
 	{"GrantedClaimHandsBackTheStoredRecord", testGrantedClaimHandsBackTheStoredRecord},
 	{"NilContextIsRefused", testNilContextIsRefused},
+	{"ClaimIsSettledUnderACancelledContext", testClaimIsSettledUnderACancelledContext},
 	{"OneExecutionForNGoroutinesOnOneKey", testOneExecutionForNGoroutinesOnOneKey},
 	{"StatsCountReplaysMissesClaimsWaitsTakeoversMismatches", testStatsCountReplaysMissesClaimsWaitsTakeoversMismatches},
 	{"InspectorListsRecordsNeedingAttention", testInspectorListsRecordsNeedingAttention},
