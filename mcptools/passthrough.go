@@ -2,9 +2,11 @@ package mcptools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,6 +21,10 @@ import (
 func (p *Proxy) addPrompts(ctx context.Context) error {
 	i := 0
 	for prompt, err := range p.upstream.Prompts(ctx, nil) {
+		if methodNotFound(err) {
+			p.logNotListed("prompts/list", err)
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("mcptools: prompts/list: %w", err)
 		}
@@ -47,6 +53,10 @@ func (p *Proxy) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 func (p *Proxy) addResources(ctx context.Context) error {
 	i := 0
 	for res, err := range p.upstream.Resources(ctx, nil) {
+		if methodNotFound(err) {
+			p.logNotListed("resources/list", err)
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("mcptools: resources/list: %w", err)
 		}
@@ -60,6 +70,10 @@ func (p *Proxy) addResources(ctx context.Context) error {
 	}
 	i = 0
 	for tmpl, err := range p.upstream.ResourceTemplates(ctx, nil) {
+		if methodNotFound(err) {
+			p.logNotListed("resources/templates/list", err)
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("mcptools: resources/templates/list: %w", err)
 		}
@@ -84,4 +98,19 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	}
 	res.Meta = withoutReserved(res.Meta)
 	return res, nil
+}
+
+// methodNotFound reports whether err is the upstream's JSON-RPC "method not
+// found": a server that declares prompts or resources need not implement
+// every list of them (resources/templates/list most often), and one without
+// tools may not answer tools/list. The proxy then serves none of that kind
+// instead of refusing to start.
+func methodNotFound(err error) bool {
+	var w *jsonrpc.Error
+	return errors.As(err, &w) && w.Code == jsonrpc.CodeMethodNotFound
+}
+
+// logNotListed says which list the upstream does not implement.
+func (p *Proxy) logNotListed(method string, err error) {
+	p.log.Info("mcpproxy: the upstream does not implement "+method+"; serving none", slog.Any("error", err))
 }

@@ -140,6 +140,10 @@ func (p *Proxy) Server() *mcp.Server { return p.server }
 
 func (p *Proxy) addTools(ctx context.Context) error {
 	tools, err := ListTools(ctx, p.upstream)
+	if methodNotFound(err) {
+		p.logNotListed("tools/list", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -291,3 +291,45 @@ func TestProxyPassesPromptsAndResourcesThrough(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mcptest.AboutText, read.Contents[0].Text)
 }
+
+// An upstream that declares resources but answers resources/templates/list
+// (or tools/list) with "method not found" is served without that list: the
+// proxy starts and passes the rest through, instead of refusing to start.
+func TestProxyServesAnUpstreamThatDoesNotImplementEveryList(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	up := mcp.NewServer(&mcp.Implementation{Name: "partial", Version: "1"}, nil)
+	up.AddResource(&mcp.Resource{URI: "mem://about", Name: "about"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "mem://about", Text: "partial server"}}}, nil
+	})
+	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "resources/templates/list" || method == "tools/list" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := up.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "proxy", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = session.Close()
+		_ = ss.Wait()
+	})
+	mem, err := memstore.New(nil)
+	require.NoError(t, err)
+	p, err := mcptools.NewProxy(ctx, session, &mcptools.ProxyConfig{Store: mem})
+	require.NoError(t, err, "the proxy starts without the lists the upstream does not implement")
+
+	b := &proxyBundle{proxy: p, st: mem}
+	cs := b.connect(t, nil)
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mem://about"})
+	require.NoError(t, err)
+	require.Equal(t, "partial server", read.Contents[0].Text)
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, tools.Tools)
+}
