@@ -88,13 +88,15 @@ func (c CleanerConfig) validate() error {
 // Cleaner removes expired records of a Store in the background, in bounded
 // batches. Several cleaners, in one process or many, may run on one schema:
 // RemoveExpired skips rows another cleaner holds. Start it once; Stop ends it
-// and waits for its goroutine.
+// and waits for its goroutine. A Cleaner runs once: after Stop, Start is
+// refused.
 type Cleaner struct {
 	st  *Store
 	cfg CleanerConfig
 
 	mu      sync.Mutex
 	started bool               // guarded by mu
+	stopped bool               // guarded by mu
 	cancel  context.CancelFunc // guarded by mu
 	done    chan struct{}      // guarded by mu; closed when run returned
 }
@@ -115,8 +117,14 @@ func NewCleaner(st *Store, cfg CleanerConfig) (*Cleaner, error) {
 // succeeds.
 var ErrCleanerStarted = fmt.Errorf("idemstore: cleaner already started: %w", contract.ErrRefused)
 
+// ErrCleanerStopped is returned by a Start after Stop: a Stop that came
+// first (a shutdown racing a late Start) must not leave a cleaner running
+// that nothing stops. It matches contract.ErrRefused (ClassPermanent).
+var ErrCleanerStopped = fmt.Errorf("idemstore: cleaner already stopped: %w", contract.ErrRefused)
+
 // Start runs the cleaner: a round at once, then one every Interval (plus
-// jitter) until Stop. A cleaner runs once: a second Start is an error.
+// jitter) until Stop. A cleaner runs once: a second Start is an error
+// (ErrCleanerStarted), and so is a Start after Stop (ErrCleanerStopped).
 func (c *Cleaner) Start() error {
 	if err := c.check(); err != nil {
 		return err
@@ -125,6 +133,9 @@ func (c *Cleaner) Start() error {
 	defer c.mu.Unlock()
 	if c.started {
 		return ErrCleanerStarted
+	}
+	if c.stopped {
+		return ErrCleanerStopped
 	}
 	c.started = true
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,12 +146,14 @@ func (c *Cleaner) Start() error {
 
 // Stop ends the cleaner, interrupting a batch in progress (its statement is
 // cancelled and rolls back, removing nothing), and returns when its
-// goroutine is gone. Safe to call more than once, and without Start.
+// goroutine is gone. Safe to call more than once, and without Start; a
+// Start after it is refused.
 func (c *Cleaner) Stop() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
+	c.stopped = true
 	cancel, done := c.cancel, c.done
 	c.mu.Unlock()
 	if cancel != nil {

@@ -64,6 +64,23 @@ func TestCleanerStopsCleanly(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidInput)
 }
 
+// A Stop that comes before Start (a shutdown racing a late Start) leaves
+// the cleaner stopped: Start is refused, and no goroutine runs that the
+// earlier Stop would have had to end.
+func TestCleanerStoppedBeforeStartIsNeverStarted(t *testing.T) {
+	t.Parallel()
+	st := newStore(t, nil)
+	cl, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{})
+	require.NoError(t, err)
+	t.Cleanup(cl.Stop) // ends what the old behaviour started
+	cl.Stop()
+	err = cl.Start()
+	require.ErrorIs(t, err, pgstore.ErrCleanerStopped)
+	require.ErrorIs(t, err, contract.ErrRefused)
+	require.Equal(t, contract.ClassPermanent, contract.ClassOf(err))
+	require.ErrorIs(t, cl.Start(), pgstore.ErrCleanerStopped, "and stays refused")
+}
+
 // A cleanup interval written as a bare number (Interval: 60, read as 60 ns)
 // would run rounds back to back against the database: NewCleaner refuses it,
 // naming the field.
