@@ -108,8 +108,8 @@ type Config struct {
 	// Schema is the PostgreSQL schema holding the store's tables, migrated
 	// by cmd/migrate. It must pass schema.Validate (a plain
 	// lower-case identifier, schema.Pattern, not starting with
-	// pg_); it is also quoted wherever SQL names it. Defaults to
-	// DefaultSchema.
+	// pg_, not a keyword PostgreSQL reserves); it is also quoted wherever
+	// SQL names it. Defaults to DefaultSchema.
 	Schema string
 	// DefaultScopeTTL is the expiry given to a scope when a write starts it
 	// without WriteOptions.ScopeTTL. Defaults to store.DefaultScopeTTL.
