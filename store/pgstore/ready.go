@@ -124,7 +124,9 @@ func (p privilege) grant(q, role string) string {
 	case "sequence":
 		return "GRANT " + p.right + " ON SEQUENCE " + q + "." + p.object + to
 	case "function":
-		return "GRANT " + p.right + " ON FUNCTION " + p.object + to
+		// Qualified, so that PrivilegeError can tell it from the schema's:
+		// only a superuser (their owner) may grant on pg_catalog's functions.
+		return "GRANT " + p.right + " ON FUNCTION " + catalogFunction + p.object + to
 	case "schema function":
 		return "GRANT " + p.right + " ON FUNCTION " + q + "." + p.object + to
 	}
@@ -148,10 +150,15 @@ const privilegesSQL = `SELECT current_user::text, array_agg(
 	END ORDER BY p.i)
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(kind, object, priv, i)`
 
+// catalogFunction qualifies the pg_catalog functions a grant names.
+const catalogFunction = "pg_catalog."
+
 // PrivilegeError reports privileges the session's role lacks on the
 // store's schema: every call that needs one would fail with "permission
 // denied". Grants holds the statements that give them, as the schema's
-// owner (docs/operations.md, section 2) runs them. It matches
+// owner (docs/operations.md, section 2) runs them, except EXECUTE on a
+// function of pg_catalog (pg_notify, pg_advisory_xact_lock), which only a
+// superuser may grant; the message says who runs which. It matches
 // contract.ErrRefused: no retry helps until someone grants them.
 type PrivilegeError struct {
 	Role   string
@@ -161,8 +168,23 @@ type PrivilegeError struct {
 }
 
 func (e *PrivilegeError) Error() string {
-	return fmt.Sprintf("idemstore: role %s lacks %d privilege(s) on schema %s that %s access needs (docs/operations.md, section 2); the schema's owner runs: %s",
-		contract.Quote(e.Role), len(e.Grants), contract.Quote(e.Schema), e.Access, strings.Join(e.Grants, "; "))
+	var owner, superuser []string
+	for _, g := range e.Grants {
+		if strings.Contains(g, " ON FUNCTION "+catalogFunction) {
+			superuser = append(superuser, g)
+		} else {
+			owner = append(owner, g)
+		}
+	}
+	var who string
+	if len(owner) > 0 {
+		who += "; the schema's owner runs: " + strings.Join(owner, "; ")
+	}
+	if len(superuser) > 0 {
+		who += "; a superuser runs: " + strings.Join(superuser, "; ")
+	}
+	return fmt.Sprintf("idemstore: role %s lacks %d privilege(s) on schema %s that %s access needs (docs/operations.md, section 2)%s",
+		contract.Quote(e.Role), len(e.Grants), contract.Quote(e.Schema), e.Access, who)
 }
 
 // Unwrap makes errors.Is(err, contract.ErrRefused) hold.
