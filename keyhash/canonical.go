@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/jsonkind"
 )
 
 // Canonicalize returns the canonical form of a call's JSON arguments under
@@ -295,19 +296,7 @@ func (c *canonicalizer) finish(top int) error {
 		c.out = append(c.out[:0], "{}"...)
 		return nil
 	}
-	return c.errAt(top, "arguments must be a JSON object, null or absent, not "+kindOf(c.in[top]))
-}
-
-func kindOf(first byte) string {
-	switch first {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	}
-	return "a number"
+	return c.errAt(top, "arguments must be a JSON object, null or absent, not "+jsonkind.Of(c.in[top]))
 }
 
 func (c *canonicalizer) skipSpace() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/internal/jsonkind"
 )
 
 // Caller runs tool calls on an MCP server: an executor.Executor whose
@@ -99,7 +100,7 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 			args = nil
 		default:
 			top := len(call.Args) - len(bytes.TrimLeft(call.Args, " \t\r\n"))
-			return executor.Result{}, &contract.ArgumentsError{Problem: "arguments must be a JSON object, null or absent, not " + jsonKind(args[0]), Offset: top}
+			return executor.Result{}, &contract.ArgumentsError{Problem: "arguments must be a JSON object, null or absent, not " + jsonkind.Of(args[0]), Offset: top}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -142,19 +143,6 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
-}
-
-// jsonKind names the kind of the JSON value that starts with first.
-func jsonKind(first byte) string {
-	switch first {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	}
-	return "a number"
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not UTF-8,
