@@ -76,8 +76,9 @@ func (e *EncodingError) Error() string {
 //
 // Header names are written in canonical form, sorted, each value a line of
 // its own in the order of r.Header, so one response always has one
-// encoding; several spellings of one name are one header (see Write). The body is last, so a replay takes it from the stored bytes
-// without copying. Operators may Encode a response by hand to settle a
+// encoding; several spellings of one name are one header (see Write). The
+// body is last, so a replay takes it from the stored bytes without copying.
+// Operators may Encode a response by hand to settle a
 // stuck request (store.Inspector.ResolveStore).
 func (r Response) Encode() ([]byte, error) {
 	if err := checkStatus(r.Status); err != nil {

@@ -78,6 +78,15 @@ const (
 	fnScopeLock   = "pg_advisory_xact_lock(integer,integer)"
 )
 
+// writerRights are what every role that writes records needs beyond its
+// tables: a token, the schema's version check, wake-ups and the scope lock.
+var writerRights = []privilege{
+	{"sequence", "idem_token_seq", "USAGE"},
+	{"table", schema.VersionTable, "SELECT"},
+	{"function", "pg_notify(text,text)", "EXECUTE"},
+	{"function", fnScopeLock, "EXECUTE"},
+}
+
 // needs lists, per Access, the privileges docs/operations.md grants. The
 // call path's are those TestRuntimeRoleHasWhatTheStoreNeedsAndNoDDL proves
 // sufficient; each right is checked on its own (has_table_privilege with a
@@ -86,24 +95,14 @@ const (
 var needs = map[Access][]privilege{
 	AccessCalls: slices.Concat(tableRights("idem_records", "SELECT", "INSERT", "UPDATE", "DELETE"),
 		tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE")[1:],
-		[]privilege{
-			{"sequence", "idem_token_seq", "USAGE"},
-			{"table", schema.VersionTable, "SELECT"},
-			{"function", "pg_notify(text,text)", "EXECUTE"},
-			{"function", fnScopeLock, "EXECUTE"},
-		},
+		writerRights,
 		execute(fnClaim, fnClaimMany, fnPut, fnScopeExpiry, fnExtendScope, fnResolve)),
 	AccessInspect: append(tableRights("idem_records", "SELECT"),
 		privilege{"table", "idem_scopes", "SELECT"},
 		privilege{"table", schema.VersionTable, "SELECT"}),
 	AccessResolve: slices.Concat(tableRights("idem_records", "SELECT", "UPDATE", "DELETE"),
 		tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE")[1:],
-		[]privilege{
-			{"sequence", "idem_token_seq", "USAGE"},
-			{"table", schema.VersionTable, "SELECT"},
-			{"function", "pg_notify(text,text)", "EXECUTE"},
-			{"function", fnScopeLock, "EXECUTE"},
-		},
+		writerRights,
 		execute(fnExtendScope, fnResolve)),
 }
 

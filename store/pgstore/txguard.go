@@ -21,11 +21,10 @@ type guardedTx struct {
 	rolledBack atomic.Bool
 }
 
-// errFunctionCommit is what a TxFunc's Commit returns.
-var errFunctionCommit = &store.InputError{Field: "tx", Problem: "a TxTool function must not commit: TxTool commits its writes with the call's outcome"}
-
 // Commit refuses: TxTool commits (see guardedTx).
-func (g *guardedTx) Commit(context.Context) error { return errFunctionCommit }
+func (g *guardedTx) Commit(context.Context) error {
+	return &store.InputError{Field: "tx", Problem: "a TxTool function must not commit: TxTool commits its writes with the call's outcome"}
+}
 
 // Rollback rolls the transaction back and remembers it.
 func (g *guardedTx) Rollback(ctx context.Context) error {
