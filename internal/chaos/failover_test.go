@@ -87,7 +87,7 @@ func TestChaosFailover(t *testing.T) {
 	})
 
 	// The same pipeline must see what an asynchronous failover loses:
-	// replication made asynchronous, the standby's WAL receiver held while
+	// replication made asynchronous, the primary's WAL sender held while
 	// the workers keep acknowledging outcomes, then the primary crashed and
 	// the standby promoted without them.
 	t.Run("asynchronous_loses_acknowledged_outcomes", func(t *testing.T) {

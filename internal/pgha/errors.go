@@ -6,8 +6,8 @@ import (
 )
 
 // ErrSynchronous is returned by HoldReplication on a formation whose
-// replication is synchronous: with the standby's WAL receiver held, every
-// commit on the primary would wait for it forever. Call SetSynchronous(false)
+// replication is synchronous: with the primary's WAL sender held, every
+// commit on the primary would wait for the standby forever. Call SetSynchronous(false)
 // first.
 var ErrSynchronous = errors.New("pgha: replication is synchronous; holding it back would block every commit (SetSynchronous(false) first)")
 

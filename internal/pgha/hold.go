@@ -11,22 +11,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Hold is replication held back: the standby's WAL receiver is frozen
+// Hold is replication held back: the primary's WAL sender is frozen
 // (SIGSTOP), so what the primary commits from now on is acknowledged to its
-// clients (replication being asynchronous) but not received by the
+// clients (replication being asynchronous) but never sent to the
 // standby. Failover then loses it on purpose, which is how a test proves
 // that a checker catches lost acknowledged writes; Release lets the standby
 // catch up instead. Exactly one of the two ends a hold.
 type Hold struct {
 	f                *Formation
-	primary, standby Node
-	walreceiver      int // pid in the container
+	primary Node
+	// walsender is the pid, in the container, of the primary's process
+	// that streams WAL to the standby. The sender is held, not the
+	// standby's WAL receiver: a receiver must be killed to lose what waits
+	// in its socket, and the standby's postmaster answers a child killed
+	// by a signal with a crash restart of the whole standby, which once
+	// kept the monitor from promoting it for ten minutes. The sender dies
+	// with the primary anyway, and the standby stays up, streaming what it
+	// was sent before the hold.
+	walsender int
 
 	mu   sync.Mutex
 	done bool
 }
 
-// HoldReplication freezes the standby's WAL receiver; see Hold. It waits
+// HoldReplication freezes the primary's WAL sender; see Hold. It waits
 // for the formation to be at rest first, and returns ErrSynchronous when
 // replication is synchronous (see SetSynchronous).
 func (f *Formation) HoldReplication(ctx context.Context) (*Hold, error) {
@@ -41,12 +49,12 @@ func (f *Formation) HoldReplication(ctx context.Context) (*Hold, error) {
 	if names != "" {
 		return nil, ErrSynchronous
 	}
-	h := &Hold{f: f, primary: primary, standby: f.other(primary)}
-	if h.walreceiver, err = walReceiverPID(ctx, h.standby); err != nil {
+	h := &Hold{f: f, primary: primary}
+	if h.walsender, err = walSenderPID(ctx, primary); err != nil {
 		return nil, err
 	}
-	if _, err := f.exec(ctx, "kill -STOP "+strconv.Itoa(h.walreceiver)); err != nil {
-		return nil, fmt.Errorf("pgha: freeze the WAL receiver of %s: %w", h.standby, err)
+	if _, err := f.exec(ctx, "kill -STOP "+strconv.Itoa(h.walsender)); err != nil {
+		return nil, fmt.Errorf("pgha: freeze the WAL sender of %s: %w", h.primary, err)
 	}
 	return h, nil
 }
@@ -54,14 +62,14 @@ func (f *Formation) HoldReplication(ctx context.Context) (*Hold, error) {
 // Primary is the node whose writes are held back from its standby.
 func (h *Hold) Primary() Node { return h.primary }
 
-// Release lets the standby's WAL receiver go on: it catches up with what
-// the primary committed meanwhile, and nothing is lost.
+// Release lets the primary's WAL sender go on: the standby catches up with
+// what the primary committed meanwhile, and nothing is lost.
 func (h *Hold) Release(ctx context.Context) error {
 	if err := h.end(); err != nil {
 		return err
 	}
-	if _, err := h.f.exec(ctx, "kill -CONT "+strconv.Itoa(h.walreceiver)); err != nil {
-		return fmt.Errorf("pgha: release the WAL receiver of %s: %w", h.standby, err)
+	if _, err := h.f.exec(ctx, "kill -CONT "+strconv.Itoa(h.walsender)); err != nil {
+		return fmt.Errorf("pgha: release the WAL sender of %s: %w", h.primary, err)
 	}
 	return nil
 }
@@ -73,9 +81,11 @@ func (h *Hold) Release(ctx context.Context) error {
 //  1. the primary's pg_autoctl processes are frozen (SIGSTOP), so nothing
 //     starts its PostgreSQL again before the standby is promoted;
 //  2. the primary's postmaster is SIGKILLed;
-//  3. the standby's frozen WAL receiver is SIGKILLed, so the WAL waiting
-//     in its socket is never read (its postmaster restarts its processes
-//     and recovers from the WAL it has);
+//  3. the primary's frozen WAL sender is SIGKILLed (after the postmaster,
+//     which would otherwise restart the primary and let the standby
+//     stream again), so the WAL committed during the hold is never sent;
+//     the standby's WAL receiver loses its connection and keeps trying
+//     the dead primary;
 //  4. the monitor finds the primary gone (its health checks fail and its
 //     pg_autoctl stops reporting) and promotes the standby: about 50 s,
 //     the monitor's unhealthy timeout (20 s) then its primary demote
@@ -110,7 +120,7 @@ func (h *Hold) Failover(ctx context.Context) (FailoverResult, error) {
 		until [ "$(awk '{print $3}' /proc/$pm/stat 2>/dev/null || echo Z)" = Z ]; do sleep 0.01; done
 		kill -KILL %[2]d
 		%[3]s
-		echo $procs`, h.primary.pgdata(), h.walreceiver, h.primary.removeSocketLock()))
+		echo $procs`, h.primary.pgdata(), h.walsender, h.primary.removeSocketLock()))
 	if err != nil {
 		return res, fmt.Errorf("pgha: crash %s with replication held: %w", h.primary, err)
 	}
@@ -163,13 +173,32 @@ func walReceiverPID(ctx context.Context, n Node) (int, error) {
 	}
 }
 
+// walSenderPID is the pid of the primary n's WAL sender that streams to its
+// standby, waiting until it streams.
+func walSenderPID(ctx context.Context, n Node) (int, error) {
+	for {
+		pid, err := queryPID(ctx, n, "SELECT coalesce(max(pid), 0) FROM pg_stat_replication WHERE state = 'streaming'")
+		if err == nil && pid > 0 {
+			return pid, nil
+		}
+		if err := sleep(ctx, pollEvery); err != nil {
+			return 0, fmt.Errorf("pgha: waiting for the WAL sender of %s to stream: %w", n, err)
+		}
+	}
+}
+
 func queryWalReceiver(ctx context.Context, n Node) (int, error) {
+	return queryPID(ctx, n, "SELECT coalesce(max(pid), 0) FROM pg_stat_wal_receiver WHERE status = 'streaming'")
+}
+
+// queryPID runs a query of one pid on n.
+func queryPID(ctx context.Context, n Node, query string) (int, error) {
 	conn, err := pgx.Connect(ctx, n.URL())
 	if err != nil {
 		return 0, err
 	}
 	defer closeQuietly(conn)
 	var pid int
-	err = conn.QueryRow(ctx, "SELECT coalesce(max(pid), 0) FROM pg_stat_wal_receiver WHERE status = 'streaming'").Scan(&pid)
+	err = conn.QueryRow(ctx, query).Scan(&pid)
 	return pid, err
 }
