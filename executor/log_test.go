@@ -87,3 +87,38 @@ func TestLoggerWarnsWhenAnOutcomeIsNotStored(t *testing.T) {
 	require.NotContains(t, out, "err=")
 	require.NotContains(t, out, "level=DEBUG", "debug lines only when asked for")
 }
+
+// A renewal that lands after the tool stored the call's outcome under its
+// own claim (in its own transaction, as pgstore.TxTool does) finds the
+// claim completed: the call's success, not a lost lease. Nothing is warned
+// and the call is not reported as having lost its lease. (A lease really
+// lost is still warned about: pgstore.TestTxToolCompletionRacingARenewalLogsNoLeaseLost.)
+func TestRenewalAfterTheToolCompletedItsOwnClaimLogsNoLeaseLost(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	obs := &recordingObserver{}
+	b := setup(t, &Config{Logger: logger, Observer: obs})
+	renewals := useManualRenewals(b.exec)
+	ctx := context.Background()
+	g := newGate()
+	b.tool.behave = func(ctx context.Context, _ Call) (Result, error) {
+		info, _ := CallInfoFrom(ctx)
+		if _, err := b.st.Complete(ctx, info.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte("done")}); err != nil {
+			return Result{}, err
+		}
+		g.wait()
+		return Result{Output: []byte("done"), Stored: true}, nil
+	}
+	holder := goExecute(ctx, b.exec, call("build_report", `{}`))
+	g.awaitStart(t)
+	require.ErrorIs(t, renewals.renew(t), store.ErrLeaseLost, "the renewal found no pending claim")
+	g.release()
+	r := await(t, holder)
+	require.NoError(t, r.err)
+	require.True(t, r.res.Stored)
+	out := buf.String()
+	require.NotContains(t, out, "lease lost", "the call completed: no lease was lost")
+	require.Zero(t, strings.Count(out, "level=WARN"), out)
+	require.False(t, obs.only(t).LeaseLost)
+}

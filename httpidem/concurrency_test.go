@@ -26,10 +26,12 @@ type watchedStore struct {
 	store.CallStore
 	waits  chan struct{} // one value per Wait call
 	renews chan struct{} // one value per successful Renew
+	// refused gets the error of every refused Renew, while it has room.
+	refused chan error
 }
 
 func watch(st store.CallStore) *watchedStore {
-	return &watchedStore{CallStore: st, waits: make(chan struct{}, 10*concurrent), renews: make(chan struct{}, 1000)}
+	return &watchedStore{CallStore: st, waits: make(chan struct{}, 10*concurrent), renews: make(chan struct{}, 1000), refused: make(chan error, 100)}
 }
 
 func (s *watchedStore) Wait(ctx context.Context, scope string, key keyhash.Sum, token int64) error {
@@ -45,6 +47,11 @@ func (s *watchedStore) Renew(ctx context.Context, c store.Claim, lease time.Dura
 	if err == nil {
 		select {
 		case s.renews <- struct{}{}:
+		default:
+		}
+	} else {
+		select {
+		case s.refused <- err:
 		default:
 		}
 	}

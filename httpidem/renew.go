@@ -53,6 +53,12 @@ func (r *renewal) run() {
 		switch {
 		case err == nil:
 			r.claim = nc
+		case errors.Is(err, store.ErrLeaseLost) && r.completedHere():
+			// The handler stored its response under this very claim, in
+			// its own transaction (CommitTx, CompleteTx), and the renewal
+			// landed on or behind that commit: the claim ended in
+			// success, not in a loss. Nothing is left to renew.
+			return
 		case errors.Is(err, store.ErrLeaseLost):
 			r.lost = true
 			r.m.cfg.log.LogAttrs(r.ctx, slog.LevelWarn, "httpidem: lease lost while the handler runs; its response will not be stored",
@@ -70,6 +76,21 @@ func (r *renewal) run() {
 		case <-t.C:
 		}
 	}
+}
+
+// completedHere reports whether the request's record is completed under
+// the renewal's own claim, which is how a renewal tells a claim the
+// handler completed (CommitTx, CompleteTx) from one another request took
+// over: both refuse a renewal with ErrLeaseLost. The read is detached from
+// stop's cancellation (a handler returning just after its commit would
+// cancel it, and the completion would be warned about as a loss) and
+// bounded as the other writes of an outcome; a failed read says no, so
+// that a loss it cannot rule out is still warned about.
+func (r *renewal) completedHere() bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), outcomeTimeout)
+	defer cancel()
+	rec, err := r.m.st.Get(ctx, r.claim.Scope, r.claim.Key)
+	return err == nil && rec.Status == store.StatusCompleted && rec.Token == r.claim.Token
 }
 
 // stop ends the renewals, waits for them, and returns the latest claim and

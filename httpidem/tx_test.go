@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -424,4 +425,81 @@ func TestCommitTxStoresAHeaderWithALineBreakAsSentAndReplaysIt(t *testing.T) {
 	require.Empty(t, again.Header.Get("X-Evil"))
 	require.Equal(t, int64(1), runs.Load())
 	require.Equal(t, 1, b.orderCount(t))
+}
+
+// A lease renewal that lands after CommitTx committed the response, while
+// the handler still runs, finds the claim completed under its own token:
+// the request's success, not a lost lease, and nothing is logged saying
+// otherwise. A lease really lost (the key completed under another
+// request's claim) is still warned about.
+func TestACommitRacingARenewalLogsNoLeaseLost(t *testing.T) {
+	t.Parallel()
+	b := newPGBackend(t)
+	createOrdersTable(t, b)
+	ws := watch(b.st)
+	var logs syncBuffer
+	m := newMiddleware(t, ws, &httpidem.Config{Lease: time.Minute, RenewEvery: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	refused := make(chan error, 2)
+	// handOver, set, is done instead of CommitTx: the key goes to another
+	// request, which completes it.
+	var handOver func(ctx context.Context, info httpidem.RequestInfo) error
+	srv := serve(t, m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		resp := httpidem.Response{Status: http.StatusCreated, Body: []byte(`{"item":"book"}`)}
+		var err error
+		if handOver != nil {
+			info, _ := httpidem.RequestInfoFrom(ctx)
+			err = handOver(ctx, info)
+		} else {
+			err = insertAndCommit(ctx, b, resp)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		// The handler goes on until a renewal was refused: the race,
+		// made certain.
+		select {
+		case err := <-ws.refused:
+			refused <- err
+		case <-ctx.Done():
+			refused <- ctx.Err()
+		}
+		_ = resp.Write(w)
+	}))
+
+	require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`).Status)
+	require.ErrorIs(t, <-refused, store.ErrLeaseLost, "the renewal found no pending claim")
+	require.Equal(t, 1, b.orderCount(t))
+	require.NotContains(t, logs.String(), "lease lost", "the request completed: no lease was lost")
+	require.NotContains(t, logs.String(), "level=WARN")
+
+	handOver = func(ctx context.Context, info httpidem.RequestInfo) error {
+		if err := b.st.Release(ctx, info.Claim, "handed to another request"); err != nil {
+			return err
+		}
+		cr, err := b.st.Claim(ctx, info.Scope, info.Entry, time.Minute, store.WriteOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = b.st.Complete(ctx, cr.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte(`{}`)})
+		return err
+	}
+	require.Equal(t, http.StatusCreated, send(t, srv, http.MethodPost, "/orders", sfKey("other"), `{}`).Status)
+	require.ErrorIs(t, <-refused, store.ErrLeaseLost)
+	require.Contains(t, logs.String(), "lease lost while the handler runs")
+}
+
+// insertAndCommit inserts an order and stores resp with it (CommitTx).
+func insertAndCommit(ctx context.Context, b *backend, resp httpidem.Response) error {
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "INSERT INTO "+pgx.Identifier{b.schema, "orders"}.Sanitize()+" (item) VALUES ('book')"); err != nil {
+		return err
+	}
+	return httpidem.CommitTx(ctx, tx, b.pg, resp)
 }

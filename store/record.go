@@ -122,7 +122,8 @@ type Claim struct {
 	// (package store/seal), so Complete seals without reading the record
 	// first. Complete refuses a claim whose Fingerprint is set and is not
 	// its record's (*LeaseLostError); zero (a claim made by hand) is
-	// completed as before.
+	// completed as before. Release and Renew do not check it (the token
+	// fences them), and Renew hands it back unchanged.
 	Fingerprint keyhash.Sum
 }
 

@@ -81,11 +81,18 @@ type CallStore interface {
 	// as its LastError (passed through SanitizeCause) and its Attempts, so
 	// operators can see a call that keeps failing; it is never replayed,
 	// blocks nobody, and goes with its scope. Waiters wake. ErrLeaseLost if
-	// c.Token is not current.
+	// c.Token is not current. Release and Renew are fenced by c's Scope, Key
+	// and Token: a claim naming another scope or key than the record its
+	// token is current on gets *LeaseLostError and changes nothing. Unlike
+	// Complete's, their fence leaves c.Fingerprint out: it binds a sealed
+	// outcome, which they do not write, and the token alone says who holds
+	// the claim (conformance: ReleaseAndRenewAreFencedByScopeKeyAndToken).
 	Release(ctx context.Context, c Claim, cause string) error
 
 	// Renew extends the lease of c by lease from now and returns the renewed
-	// claim; ErrLeaseLost if c.Token is not current.
+	// claim: c with its new LeaseUntil and the record's Attempt, its
+	// Fingerprint as given, so that a renewal never changes what Complete
+	// decides. ErrLeaseLost if c.Token is not current (fenced as Release).
 	Renew(ctx context.Context, c Claim, lease time.Duration) (Claim, error)
 }
 

@@ -406,7 +406,9 @@ func (s *Store) setLastError(e *entry, cause string) {
 	e.rec.LastError = cause
 }
 
-// Renew extends the lease of c to now + lease, if c.Token is still current.
+// Renew extends the lease of c to now + lease, if c.Token is still current,
+// and returns c with its new LeaseUntil (and the record's Attempts); c's
+// Fingerprint is not checked and is handed back as given.
 func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
 	if err := s.begin(ctx, "renew"); err != nil {
 		return store.Claim{}, err
@@ -430,7 +432,13 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 	// Waiters armed a timer for the old lease end: wake them to re-arm.
 	close(e.changed)
 	e.changed = make(chan struct{})
-	return claimOf(e), nil
+	// Only the lease is renewed: the claim keeps the Fingerprint it came
+	// with, as pgstore's does. Handing back the record's would make a
+	// claim that Complete refuses (another call's fingerprint) one that it
+	// accepts, depending on whether a renewal came in between.
+	c.LeaseUntil = e.rec.LeaseUntil
+	c.Attempt = e.rec.Attempts
+	return c, nil
 }
 
 // find returns the record of key in scope whatever its state, with its scope.

@@ -47,7 +47,9 @@ type CleanerConfig struct {
 	Pause time.Duration
 	// OnRemoved, when set, is called after every batch that removed
 	// records, with their number (for metrics). It runs on the cleaner's
-	// goroutine and should return quickly.
+	// goroutine and should return quickly. It may call the Cleaner's Stop:
+	// that Stop ends the cleaner without waiting for the goroutine it runs
+	// on, which exits once OnRemoved returns.
 	OnRemoved func(n int)
 }
 
@@ -99,6 +101,9 @@ type Cleaner struct {
 	stopped bool               // guarded by mu
 	cancel  context.CancelFunc // guarded by mu
 	done    chan struct{}      // guarded by mu; closed when run returned
+	// runID is the id of run's goroutine (0 until it has started): a Stop
+	// called on it, from OnRemoved, must not wait for itself.
+	runID uint64 // guarded by mu
 }
 
 // NewCleaner returns a stopped cleaner for st.
@@ -147,19 +152,27 @@ func (c *Cleaner) Start() error {
 // Stop ends the cleaner, interrupting a batch in progress (its statement is
 // cancelled and rolls back, removing nothing), and returns when its
 // goroutine is gone. Safe to call more than once, and without Start; a
-// Start after it is refused.
+// Start after it is refused. Called from OnRemoved on the cleaner's own
+// goroutine, it cannot wait for that goroutine to end (it would wait for
+// itself forever): it stops the cleaner and returns at once, and the
+// goroutine exits when OnRemoved returns, with no further batch or round.
+// A Stop from any other goroutine still waits for it.
 func (c *Cleaner) Stop() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	c.stopped = true
-	cancel, done := c.cancel, c.done
+	cancel, done, runID := c.cancel, c.done, c.runID
 	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if cancel == nil {
+		return
 	}
+	cancel()
+	if runID != 0 && runID == goroutineID() {
+		return // from OnRemoved, on run's goroutine: run returns next
+	}
+	<-done
 }
 
 // check refuses a Cleaner that NewCleaner did not make (nil, or a zero
@@ -174,6 +187,9 @@ func (c *Cleaner) check() error {
 
 func (c *Cleaner) run(ctx context.Context) {
 	defer close(c.done)
+	c.mu.Lock()
+	c.runID = goroutineID()
+	c.mu.Unlock()
 	for {
 		_, err := c.RunOnce(ctx)
 		if errors.Is(err, store.ErrClosed) {

@@ -64,6 +64,41 @@ func TestCleanerStopsCleanly(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidInput)
 }
 
+// OnRemoved runs on the cleaner's goroutine; a Stop called from it ("stop
+// after N removed") returns instead of waiting for the goroutine it runs
+// on, the cleaner removes nothing more, and a Stop from another goroutine
+// still returns only once that goroutine is gone (goleak checks in
+// TestMain).
+func TestCleanerStopFromOnRemovedReturns(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	for i := range 25 {
+		_, _, err := st.Put(ctx, "old", entry(fmt.Sprint(i), `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
+	waitUntilExpired(ctx, t, pool, schema, 25)
+
+	var cl *pgstore.Cleaner
+	stopped := make(chan int, 10)
+	cl, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{
+		Interval:  time.Millisecond, // a round that went on would come at once
+		BatchSize: 10,
+		OnRemoved: func(n int) {
+			cl.Stop()
+			stopped <- n
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, cl.Start())
+	require.Equal(t, 10, within(t, 10*time.Second, stopped), "Stop from OnRemoved returned")
+	cl.Stop() // from this goroutine: waits for the cleaner's
+	require.Empty(t, stopped, "no batch after the Stop")
+	require.Equal(t, 15, countRows(ctx, t, pool, schema, "idem_records"))
+	require.ErrorIs(t, cl.Start(), contract.ErrRefused, "a cleaner runs once")
+}
+
 // A Stop that comes before Start (a shutdown racing a late Start) leaves
 // the cleaner stopped: Start is refused, and no goroutine runs that the
 // earlier Stop would have had to end.

@@ -1,10 +1,12 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,4 +242,92 @@ func TestTxToolAtRepeatableReadFailsSafelyWhenARenewalLandsDuringTheTool(t *test
 	require.NoError(t, err, "a tool shorter than the renewal interval is not affected")
 	require.True(t, res.Stored)
 	require.Equal(t, 1, count())
+}
+
+// renewWatch passes every refused renewal's error on to refused.
+type renewWatch struct {
+	store.CallStore
+	refused chan error
+}
+
+func (w *renewWatch) Renew(ctx context.Context, c store.Claim, lease time.Duration) (store.Claim, error) {
+	nc, err := w.CallStore.Renew(ctx, c, lease)
+	if err != nil {
+		w.refused <- err
+	}
+	return nc, err
+}
+
+// lockedLog is a log buffer safe for a logger on the renewals' goroutine.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A lease renewal that lands after TxTool committed the call's outcome,
+// before the executor stopped renewing, finds the claim completed under
+// its own token: the call's success, not a lost lease, and nothing is
+// logged saying otherwise. A lease really lost (the key completed under
+// another caller's claim) is still warned about.
+func TestTxToolCompletionRacingARenewalLogsNoLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	notes := pgx.Identifier{schema, "notes"}.Sanitize()
+	_, err := pool.Exec(ctx, "CREATE TABLE "+notes+" (body text NOT NULL)")
+	require.NoError(t, err)
+	w := &renewWatch{CallStore: st, refused: make(chan error, 10)}
+	var log lockedLog
+	cfg := &executor.Config{Lease: time.Minute, RenewEvery: 10 * time.Millisecond, Logger: slogTo(&log)}
+
+	inTx := st.TxTool(func(ctx context.Context, tx pgx.Tx, call executor.Call) (executor.Result, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+notes+" VALUES ('x')")
+		return executor.Result{Output: []byte(`1`)}, err
+	})
+	// The tool goes on after TxTool's commit until a renewal has landed
+	// on the completed record: the race, made certain.
+	committedThenRenewed := executor.ExecutorFunc(func(ctx context.Context, call executor.Call) (executor.Result, error) {
+		res, err := inTx.Execute(ctx, call)
+		require.NoError(t, err)
+		require.ErrorIs(t, within(t, 10*time.Second, w.refused), store.ErrLeaseLost, "the renewal found no pending claim")
+		return res, err
+	})
+	ex, err := executor.New(committedThenRenewed, w, cfg)
+	require.NoError(t, err)
+	res, err := ex.ForScope("run").Execute(ctx, executor.Call{Tool: "note", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.True(t, res.Stored)
+	require.NotContains(t, log.String(), "lease lost", "the call completed: no lease was lost")
+	require.NotContains(t, log.String(), "level=WARN")
+
+	// A claim completed by another caller meanwhile is a lease lost.
+	takenOver := executor.ExecutorFunc(func(ctx context.Context, call executor.Call) (executor.Result, error) {
+		info, ok := executor.CallInfoFrom(ctx)
+		require.True(t, ok)
+		require.NoError(t, st.Release(ctx, info.Claim, "handed to another caller"))
+		cr, err := st.Claim(ctx, info.Scope, info.Entry(), time.Minute, store.WriteOptions{})
+		require.NoError(t, err)
+		_, err = st.Complete(ctx, cr.Claim, store.Outcome{Kind: store.KindSuccess, Result: []byte(`2`)})
+		require.NoError(t, err)
+		require.ErrorIs(t, within(t, 10*time.Second, w.refused), store.ErrLeaseLost)
+		return executor.Result{Output: []byte(`3`)}, nil
+	})
+	ex, err = executor.New(takenOver, w, cfg)
+	require.NoError(t, err)
+	_, err = ex.ForScope("other").Execute(ctx, executor.Call{Tool: "note", Args: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	require.Contains(t, log.String(), "lease lost while the tool runs")
 }

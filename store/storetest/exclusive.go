@@ -280,6 +280,76 @@ func testStaleTokenCannotReleaseOrRenew(t *testing.T, b Bundle) {
 	requireResult(ctx, t, s, "run", e, "current")
 }
 
+// Release and Renew are fenced by the claim's Scope, Key and Token, as
+// Complete is: a claim naming another scope or key than the record its
+// token is current on gets *LeaseLostError and changes no record. Its
+// Fingerprint is not part of the fence (it binds a sealed outcome, which
+// neither writes): a holder of the current token renews and releases
+// whatever Fingerprint it carries. Renew hands the claim back with only its
+// lease (and attempts) renewed, its Fingerprint as given, so a renewal
+// never changes what a later Complete decides: one with a Fingerprint
+// that is not its record's is refused before and after a renewal alike.
+func testReleaseAndRenewAreFencedByScopeKeyAndToken(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	e, other, absent := call("id", `{}`), call("other", `{"to":"b"}`), call("absent", `{}`)
+	c := claim(ctx, t, s, "run", e, longLease, noOpts)
+	inOther := claim(ctx, t, s, "run", other, longLease, noOpts)
+	elsewhere := claim(ctx, t, s, "elsewhere", e, longLease, noOpts)
+
+	for _, wrong := range []store.Claim{
+		{Scope: "run", Key: other.Key, Token: c.Token, LeaseUntil: c.LeaseUntil, Attempt: 1, Fingerprint: other.Fingerprint},
+		{Scope: "run", Key: absent.Key, Token: c.Token, LeaseUntil: c.LeaseUntil, Attempt: 1},
+		{Scope: "elsewhere", Key: e.Key, Token: c.Token, LeaseUntil: c.LeaseUntil, Attempt: 1, Fingerprint: e.Fingerprint},
+		{Scope: "nowhere", Key: e.Key, Token: c.Token, LeaseUntil: c.LeaseUntil, Attempt: 1, Fingerprint: e.Fingerprint},
+	} {
+		_, err := s.Renew(ctx, wrong, time.Minute)
+		requireLeaseLost(t, err, wrong)
+		requireLeaseLost(t, s.Release(ctx, wrong, "wrong record"), wrong)
+	}
+	for _, held := range []struct {
+		scope string
+		e     store.Entry
+		c     store.Claim
+	}{{"run", e, c}, {"run", other, inOther}, {"elsewhere", e, elsewhere}} {
+		rec := requireInFlight(ctx, t, s, held.scope, held.e, held.c.Token)
+		require.True(t, rec.LeaseUntil.Equal(held.c.LeaseUntil), "a refused renew changed %s/%s", held.scope, held.e.Key)
+	}
+	_, err := s.Get(ctx, "run", absent.Key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Another call's fingerprint on the current token: renewed, and handed
+	// back as given.
+	misprint := c
+	misprint.Fingerprint = other.Fingerprint
+	renewed, err := s.Renew(ctx, misprint, 2*longLease)
+	require.NoError(t, err)
+	require.Equal(t, other.Fingerprint, renewed.Fingerprint, "Renew hands the claim's fingerprint back as given")
+	require.Equal(t, c.Token, renewed.Token)
+	require.Equal(t, c.Key, renewed.Key)
+	require.Equal(t, c.Scope, renewed.Scope)
+	require.True(t, renewed.LeaseUntil.After(c.LeaseUntil))
+	rec := requireInFlight(ctx, t, s, "run", e, c.Token)
+	require.Equal(t, e.Fingerprint, rec.Fingerprint, "a renewal never changes the record's fingerprint")
+	require.True(t, rec.LeaseUntil.Equal(renewed.LeaseUntil))
+	_, err = s.Complete(ctx, renewed, success("misprinted"))
+	requireLeaseLost(t, err, renewed)
+
+	// A claim made by hand (no fingerprint) renews and stays without one.
+	bare := c
+	bare.Fingerprint = keyhash.Sum{}
+	renewed, err = s.Renew(ctx, bare, longLease)
+	require.NoError(t, err)
+	require.True(t, renewed.Fingerprint.IsZero(), "Renew hands the claim's fingerprint back as given")
+
+	// And the misprinted claim still releases the call.
+	require.NoError(t, s.Release(ctx, misprint, "released with another fingerprint"))
+	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State, "the release let the next caller run")
+	require.Equal(t, e.Fingerprint, res.Claim.Fingerprint)
+	require.Equal(t, 2, res.Claim.Attempt)
+}
+
 // A claim whose lease ended without an outcome is taken over by the next
 // caller with a new token, flagged as an unknown earlier outcome; a live
 // lease is never taken over.

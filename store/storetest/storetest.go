@@ -94,6 +94,7 @@ var guarantees = []guarantee{
 	{"RenewExtendsLease", testRenewExtendsLease},
 	{"StaleTokenCannotComplete", testStaleTokenCannotComplete},
 	{"StaleTokenCannotReleaseOrRenew", testStaleTokenCannotReleaseOrRenew},
+	{"ReleaseAndRenewAreFencedByScopeKeyAndToken", testReleaseAndRenewAreFencedByScopeKeyAndToken},
 	{"ClaimWithoutATokenIsBadInput", testClaimWithoutATokenIsBadInput},
 	{"ExpiredLeaseIsTakenOverWithNewToken", testExpiredLeaseIsTakenOverWithNewToken},
 	{"WaitThenReplay", testWaitThenReplay},
