@@ -48,9 +48,11 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 //
 // A result with isError gives a Result with Failed set; a result that needs
 // more input gives a *NeedsInputError (not stored by an idempotent executor,
-// as every error); a JSON-RPC error from the server is returned wrapped; any
-// other error (a broken connection, ctx done while the call was out) wraps
-// executor.ErrOutcomeUnknown, since the server may have run the tool.
+// as every error); a JSON-RPC error from the server is returned wrapped, and
+// so is a call on a closed session (matching mcp.ErrConnectionClosed: the
+// request was never sent); any other error (a connection broken while the
+// call was out, ctx done meanwhile) wraps executor.ErrOutcomeUnknown, since
+// the server may have run the tool.
 func (c *Caller) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
 	return c.call(ctx, call.Tool, call)
 }
@@ -130,6 +132,19 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", contract.Quote(name), err)
+		}
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			// The SDK says so only when its connection refused to start
+			// the call, closed or broken before the request was written
+			// (jsonrpc2's "client is closing", or "server is closing" from
+			// its write), or when the server answered with one of those
+			// codes, refusing the call as it closed. Either way the tool
+			// did not run: an ordinary failure, so that an idempotent
+			// executor releases the claim and a retry on a live session
+			// runs at once instead of waiting out the lease. A connection
+			// lost once the request was out fails with the transport's
+			// error instead, and stays unknown below.
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the session is closed; the call was not run: %w", contract.Quote(name), err)
 		}
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
