@@ -3,6 +3,7 @@ package openaimodel
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,9 @@ func message(msg agent.Message) (openai.ChatCompletionMessageParamUnion, string)
 
 // response reads the model's decision out of a completion.
 func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, error) {
+	if problem := repeatedKey(c); problem != "" {
+		return agent.Response{}, m.malformed(sent, problem)
+	}
 	if c == nil || len(c.Choices) == 0 {
 		e := m.malformed(sent, "the completion has no choices")
 		if c != nil {
@@ -179,6 +183,70 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		resp.ToolCalls = append(resp.ToolCalls, call)
 	}
 	return resp, nil
+}
+
+// repeatedKey says which object of c that response reads has one of the
+// keys it reads twice, or returns "". The SDK takes the first of them
+// (gjson), where encoding/json and most other readers take the last: a
+// tool call {"arguments":"{\"to\":\"a\"}","arguments":"{\"to\":\"b\"}"}
+// ran with "a" here and was "b" in a gateway's or an audit log's reading of
+// the same reply. Which one the server meant is not known.
+func repeatedKey(c *openai.ChatCompletion) string {
+	if c == nil {
+		return ""
+	}
+	if k := firstRepeated(c.RawJSON(), "choices"); k != "" {
+		return "the completion has the key " + contract.Quote(k) + " twice"
+	}
+	if len(c.Choices) == 0 {
+		return ""
+	}
+	if k := firstRepeated(c.Choices[0].RawJSON(), "message"); k != "" {
+		return "the completion's first choice has the key " + contract.Quote(k) + " twice"
+	}
+	msg := c.Choices[0].Message
+	if k := firstRepeated(msg.RawJSON(), "content", "refusal", "tool_calls"); k != "" {
+		return "the message has the key " + contract.Quote(k) + " twice"
+	}
+	for i, tc := range msg.ToolCalls {
+		k := firstRepeated(tc.RawJSON(), "id", "type", "function")
+		if k == "" {
+			k = firstRepeated(tc.Function.RawJSON(), "name", "arguments")
+		}
+		if k != "" {
+			return "tool call " + strconv.Itoa(i) + " has the key " + contract.Quote(k) + " twice"
+		}
+	}
+	return ""
+}
+
+// firstRepeated returns the first of keys that the JSON object raw holds
+// more than once, or "": also when raw is not an object (null, or a value
+// of the wrong type, which the checks of the fields report).
+func firstRepeated(raw string, keys ...string) string {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := make(map[string]bool, len(keys))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := t.(string)
+		if slices.Contains(keys, k) {
+			if seen[k] {
+				return k
+			}
+			seen[k] = true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // malformed is the transient error of a 200 whose body is not a whole

@@ -294,3 +294,38 @@ func TestBodyWithDataAfterTheCompletionIsAMalformedResponse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []executor.Call{call("c", "send_mail", `{"to":"a"}`)}, resp.ToolCalls)
 }
+
+// A reply that gives a key the adapter reads twice (two "arguments" in one
+// tool call, two "tool_calls" in the message …) is malformed: the SDK read
+// the first, where encoding/json and most readers take the last, so a
+// gateway or an audit log saw another call than the one that ran.
+func TestReplyWithARepeatedKeyIsAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	for body, problem := range map[string]string{
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}","arguments":"{\"to\":\"b\"}"}}]}}]}`: `tool call 0 has the key "arguments" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{}","name":"lookup_customer"}}]}}]}`:                 `tool call 0 has the key "name" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","id":"d","type":"function","function":{"name":"send_mail","arguments":"{}"}}]}}]}`:                                 `tool call 0 has the key "id" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail"}}],"tool_calls":[]}}]}`:                                           `the message has the key "tool_calls" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a","content":"b"}}]}`:                                                                                                           `the message has the key "content" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a"},"message":{"role":"assistant","content":"b"}}]}`:                                                                            `the completion's first choice has the key "message" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a"}}],"choices":[]}`:                                                                                                            `the completion has the key "choices" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","argu\u006dents":"{}","arguments":"{}"}}]}}]}`:                    `tool call 0 has the key "arguments" twice`,
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: body}))
+		resp, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, body)
+		require.True(t, e.Transient, body)
+		require.Equal(t, problem, e.Message, body)
+		require.Empty(t, resp.ToolCalls, body)
+	}
+	// Keys the adapter does not read may repeat, and so may keys in
+	// different objects.
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"id":"x","id":"y","choices":[{"index":0,"index":1,"message":{"role":"assistant","role":"assistant","tool_calls":[` +
+		`{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\",\"to\":\"b\"}"}},` +
+		`{"id":"d","type":"function","function":{"name":"send_mail","arguments":"{}"}}]}}]}`}))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, []executor.Call{call("c", "send_mail", `{"to":"a","to":"b"}`), call("d", "send_mail", `{}`)}, resp.ToolCalls,
+		"duplicate keys inside the arguments are the executor's to refuse, as a bad call")
+}
