@@ -21,9 +21,10 @@ var (
 	// ErrMalformedResponse: the endpoint answered 2xx with a body that is not
 	// a chat completion (not JSON, more data after the completion, no
 	// choices, a choice without a message, a key it reads given twice, two
-	// tool calls with one id, a tool call's arguments with more data after
-	// their JSON value). Transient: a proxy's error page or a truncated body
-	// says nothing about the next model.
+	// tool calls with one id, a tool call's id or name that is not UTF-8, a
+	// tool call's arguments with more data after their JSON value).
+	// Transient: a proxy's error page or a truncated body says nothing about
+	// the next model.
 	ErrMalformedResponse = errors.New("openaimodel: malformed response")
 	// ErrResponseTooLarge: a response body was longer than
 	// Config.MaxResponseBytes; it was not read past the limit. Transient

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -155,6 +156,16 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		}
 		if tc.Function.Name == "" {
 			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+" names no function")
+		}
+		// JSON is UTF-8, and the SDK hands on the bytes of a string that is
+		// not. Such an id goes back in the next request with U+FFFD for
+		// each bad byte, so two ids told apart here ("c\xff", "c\xfe") are
+		// one on the wire, and one tool message answers both calls; a name
+		// goes back as another tool's than the one the call was for.
+		for _, f := range [...]struct{ name, value string }{{"id", tc.ID}, {"function name", tc.Function.Name}} {
+			if !utf8.ValidString(f.value) {
+				return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s "+f.name+" is not valid UTF-8")
+			}
 		}
 		id := tc.ID
 		if id == "" {

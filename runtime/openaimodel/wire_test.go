@@ -329,3 +329,26 @@ func TestReplyWithARepeatedKeyIsAMalformedResponse(t *testing.T) {
 	require.Equal(t, []executor.Call{call("c", "send_mail", `{"to":"a","to":"b"}`), call("d", "send_mail", `{}`)}, resp.ToolCalls,
 		"duplicate keys inside the arguments are the executor's to refuse, as a bad call")
 }
+
+// A tool call whose id or function name is not valid UTF-8 (JSON is
+// UTF-8; the SDK hands on the bytes) is malformed: the id went back in the
+// next request with U+FFFD for the bad byte, so two calls with ids told
+// apart here were one on the wire, and one tool message answered both.
+func TestToolCallIDOrNameThatIsNotUTF8IsAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	for body, problem := range map[string]string{
+		"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":[" +
+			"{\"id\":\"c\xff\",\"type\":\"function\",\"function\":{\"name\":\"send_mail\",\"arguments\":\"{}\"}}," +
+			"{\"id\":\"c\xfe\",\"type\":\"function\",\"function\":{\"name\":\"send_mail\",\"arguments\":\"{}\"}}]}}]}": "tool call 0's id is not valid UTF-8",
+		"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":[" +
+			"{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"send\xc0mail\",\"arguments\":\"{}\"}}]}}]}": "tool call 0's function name is not valid UTF-8",
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: body}))
+		resp, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
+		require.True(t, e.Transient)
+		require.Equal(t, problem, e.Message)
+		require.Empty(t, resp.ToolCalls)
+	}
+}
