@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -39,7 +40,8 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 
 // Execute calls the server's tool call.Tool with call.Args. Arguments
 // that are not a JSON object (invalid JSON, invalid UTF-8 in a string, an
-// array, a string, a number, a boolean) are refused with a
+// array, a string, a number, a boolean), or are nested deeper than a
+// server on the MCP Go SDK reads (998 levels), are refused with a
 // *contract.ArgumentsError, and nothing is sent; null and all-white-space
 // arguments are absent ones (the key of {}), and none are sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
@@ -104,6 +106,17 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 			top := len(call.Args) - len(bytes.TrimLeft(call.Args, " \t\r\n"))
 			return executor.Result{}, &contract.ArgumentsError{Problem: "arguments must be a JSON object, null or absent, not " + jsonkind.Of(args[0]), Offset: top}
 		}
+		// A server on the MCP Go SDK cannot read a message nested deeper
+		// than it allows, and ends the whole session instead of answering:
+		// the call came back as an unknown outcome (its claim kept until
+		// the lease ended, though nothing ran), and every later call on
+		// the session failed. The executor's depth limit is far below this
+		// one unless raised.
+		if off := nestedDeeperThan(call.Args, maxArgsDepth); off >= 0 {
+			return executor.Result{}, &contract.ArgumentsError{
+				Problem: "nested deeper than " + strconv.Itoa(maxArgsDepth) + " levels, more than an MCP server on the Go SDK reads (it closes the session)", Offset: off,
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run. The error matches ctx.Err(), as
@@ -158,6 +171,40 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// maxArgsDepth is the deepest nesting of arguments a tools/call can carry
+// to a server on the MCP Go SDK (v1.8.0): it refuses a message nested
+// deeper than 1000 levels (internal/json's defaultMaxDepth), and the
+// request puts the arguments two levels down (the message, its params).
+const maxArgsDepth = 1000 - 2
+
+// nestedDeeperThan returns the offset of the first bracket of the valid
+// JSON b that opens a level deeper than max, or -1.
+func nestedDeeperThan(b []byte, max int) int {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return i
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not UTF-8,
