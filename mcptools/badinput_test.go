@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	"github.com/idemstore/idemstore/executor"
 	"github.com/idemstore/idemstore/mcptools"
 	agent "github.com/idemstore/idemstore/runtime"
+	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/memstore"
 )
 
@@ -326,4 +328,43 @@ func TestCallerRefusesArgumentsThatAreNotAnObjectAndSendsNullAsAbsent(t *testing
 	require.Len(t, got, 3)
 	require.Equal(t, got[2], got[0], "null is sent as absent arguments are")
 	require.Equal(t, got[2], got[1])
+}
+
+// Arguments nested deeper than a server on the MCP Go SDK reads are
+// refused before they are sent: such a server does not answer them but
+// closes the session, so the call came back as an unknown outcome (its
+// claim kept until the lease ended, though the tool never ran) and every
+// later call on the session failed. Reachable with a bare Caller, or an
+// executor whose depth limit was raised above the SDK's.
+func TestCallerRefusesArgumentsNestedDeeperThanTheSDKReadsAndKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	nested := func(depth int) json.RawMessage {
+		return json.RawMessage(strings.Repeat(`{"a":`, depth) + `"[{"` + strings.Repeat("}", depth))
+	}
+	srv := startInMemoryServer(t, false)
+	caller, err := mcptools.NewCaller(srv.session)
+	require.NoError(t, err)
+
+	_, err = caller.Execute(testContext(t), executor.Call{Tool: "a", Args: nested(999)})
+	var ae *contract.ArgumentsError
+	require.ErrorAs(t, err, &ae)
+	require.Contains(t, ae.Problem, "nested deeper than 998 levels")
+	require.Equal(t, 998*len(`{"a":`), ae.Offset, "the first bracket too deep")
+	require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+	require.NotErrorIs(t, err, executor.ErrOutcomeUnknown)
+
+	st, err := memstore.New(&memstore.Config{Limits: store.Limits{MaxDepth: 2000}})
+	require.NoError(t, err)
+	ex, err := executor.New(caller, st, &executor.Config{MaxWait: 50 * time.Millisecond, Lease: time.Minute})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = ex.ForScope("run-1").Execute(testContext(t), executor.Call{Tool: "a", Args: nested(1500)})
+		require.ErrorAs(t, err, &ae, "refused again, not in flight: no claim was kept")
+	}
+	require.Zero(t, srv.runCount())
+
+	res, err := caller.Execute(testContext(t), executor.Call{Tool: "a", Args: nested(998)})
+	require.NoError(t, err, "the session is still open, and the deepest arguments the SDK reads are sent")
+	require.False(t, res.Failed)
+	require.Equal(t, 1, srv.runCount())
 }

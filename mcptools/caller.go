@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -39,7 +40,8 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 
 // Execute calls the server's tool call.Tool with call.Args. Arguments
 // that are not a JSON object (invalid JSON, invalid UTF-8 in a string, an
-// array, a string, a number, a boolean) are refused with a
+// array, a string, a number, a boolean), or are nested deeper than a
+// server on the MCP Go SDK reads (998 levels), are refused with a
 // *contract.ArgumentsError, and nothing is sent; null and all-white-space
 // arguments are absent ones (the key of {}), and none are sent. The request's
 // _meta carries the call's downstream key (MetaDownstreamKey) inside an
@@ -48,9 +50,11 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 //
 // A result with isError gives a Result with Failed set; a result that needs
 // more input gives a *NeedsInputError (not stored by an idempotent executor,
-// as every error); a JSON-RPC error from the server is returned wrapped; any
-// other error (a broken connection, ctx done while the call was out) wraps
-// executor.ErrOutcomeUnknown, since the server may have run the tool.
+// as every error); a JSON-RPC error from the server is returned wrapped, and
+// so is a call on a closed session (matching mcp.ErrConnectionClosed: the
+// request was never sent); any other error (a connection broken while the
+// call was out, ctx done meanwhile) wraps executor.ErrOutcomeUnknown, since
+// the server may have run the tool.
 func (c *Caller) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
 	return c.call(ctx, call.Tool, call)
 }
@@ -102,6 +106,17 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 			top := len(call.Args) - len(bytes.TrimLeft(call.Args, " \t\r\n"))
 			return executor.Result{}, &contract.ArgumentsError{Problem: "arguments must be a JSON object, null or absent, not " + jsonkind.Of(args[0]), Offset: top}
 		}
+		// A server on the MCP Go SDK cannot read a message nested deeper
+		// than it allows, and ends the whole session instead of answering:
+		// the call came back as an unknown outcome (its claim kept until
+		// the lease ended, though nothing ran), and every later call on
+		// the session failed. The executor's depth limit is far below this
+		// one unless raised.
+		if off := nestedDeeperThan(call.Args, maxArgsDepth); off >= 0 {
+			return executor.Result{}, &contract.ArgumentsError{
+				Problem: "nested deeper than " + strconv.Itoa(maxArgsDepth) + " levels, more than an MCP server on the Go SDK reads (it closes the session)", Offset: off,
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Not sent: nothing can have run. The error matches ctx.Err(), as
@@ -131,6 +146,19 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		if errors.As(err, &werr) {
 			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", contract.Quote(name), err)
 		}
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			// The SDK says so only when its connection refused to start
+			// the call, closed or broken before the request was written
+			// (jsonrpc2's "client is closing", or "server is closing" from
+			// its write), or when the server answered with one of those
+			// codes, refusing the call as it closed. Either way the tool
+			// did not run: an ordinary failure, so that an idempotent
+			// executor releases the claim and a retry on a live session
+			// runs at once instead of waiting out the lease. A connection
+			// lost once the request was out fails with the transport's
+			// error instead, and stays unknown below.
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the session is closed; the call was not run: %w", contract.Quote(name), err)
+		}
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	if res.NeedsInput() {
@@ -143,6 +171,40 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// maxArgsDepth is the deepest nesting of arguments a tools/call can carry
+// to a server on the MCP Go SDK (v1.8.0): it refuses a message nested
+// deeper than 1000 levels (internal/json's defaultMaxDepth), and the
+// request puts the arguments two levels down (the message, its params).
+const maxArgsDepth = 1000 - 2
+
+// nestedDeeperThan returns the offset of the first bracket of the valid
+// JSON b that opens a level deeper than max, or -1.
+func nestedDeeperThan(b []byte, max int) int {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return i
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not UTF-8,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,4 +251,153 @@ func TestWhiteSpaceArgumentsRunAsAbsentOnesAndLeaveNoRefusedClaim(t *testing.T) 
 	require.Equal(t, store.StatusCompleted, rec.Status)
 	require.Equal(t, 1, rec.Attempts, "one claim, completed")
 	require.Empty(t, rec.LastError, "no claim was released")
+}
+
+// inMemoryServer serves the tool "a" over an in-memory transport and
+// returns a session on it connected with Connect, the number of runs of
+// "a", and breakServer, which closes the server's side of the connection
+// under it (a server that died). While block is set, a run of "a" signals
+// started and waits for its context to end.
+type inMemoryServer struct {
+	session *mcp.ClientSession
+	started chan struct{}
+
+	mu   sync.Mutex
+	runs int                // guarded by mu
+	conn mcp.Connection     // the server's side; guarded by mu
+	ss   *mcp.ServerSession // guarded by mu
+}
+
+func startInMemoryServer(t *testing.T, block bool) *inMemoryServer {
+	t.Helper()
+	ctx := testContext(t)
+	srv := &inMemoryServer{started: make(chan struct{}, 1)}
+	s := mcp.NewServer(&mcp.Implementation{Name: "in-memory", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			srv.mu.Lock()
+			srv.runs++
+			srv.mu.Unlock()
+			if block {
+				srv.started <- struct{}{}
+				<-ctx.Done()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, &keptConnTransport{inner: st, srv: srv}, nil)
+	require.NoError(t, err)
+	srv.mu.Lock()
+	srv.ss = ss
+	srv.mu.Unlock()
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcptools.Connect(ctx, mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil), ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	srv.session = cs
+	return srv
+}
+
+// keptConnTransport hands on inner's connection and keeps it, so that a
+// test can close it under the server.
+type keptConnTransport struct {
+	inner mcp.Transport
+	srv   *inMemoryServer
+}
+
+func (k *keptConnTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := k.inner.Connect(ctx)
+	if err == nil {
+		k.srv.mu.Lock()
+		k.srv.conn = c
+		k.srv.mu.Unlock()
+	}
+	return c, err
+}
+
+func (s *inMemoryServer) runCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs
+}
+
+// A call on a session that is already closed (by its client, or because
+// the server went away before the call) never leaves the process: the SDK
+// refuses it with mcp.ErrConnectionClosed before writing the request. It
+// is an ordinary failure, so the idempotent executor releases its claim
+// and a retry on a live session runs at once. It was reported as an
+// unknown outcome, and the claim blocked every retry until its lease ended.
+func TestCallOnAClosedSessionIsAnOrdinaryFailureAndReleasesTheClaim(t *testing.T) {
+	t.Parallel()
+	for name, closeSession := range map[string]func(*inMemoryServer){
+		"closed by the client": func(s *inMemoryServer) { _ = s.session.Close() },
+		"closed by the server": func(s *inMemoryServer) {
+			s.mu.Lock()
+			ss := s.ss
+			s.mu.Unlock()
+			_ = ss.Close()
+			_ = s.session.Wait() // the client has seen the end
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st, err := memstore.New(nil)
+			require.NoError(t, err)
+			cfg := &executor.Config{MaxWait: 50 * time.Millisecond, Lease: time.Minute}
+			closed := startInMemoryServer(t, false)
+			closeSession(closed)
+			caller, err := mcptools.NewCaller(closed.session)
+			require.NoError(t, err)
+			ex, err := executor.New(caller, st, cfg)
+			require.NoError(t, err)
+			call := executor.Call{Tool: "a", Args: json.RawMessage(`{"n":1}`)}
+
+			_, err = ex.ForScope("run-1").Execute(testContext(t), call)
+			require.ErrorIs(t, err, mcp.ErrConnectionClosed)
+			require.NotErrorIs(t, err, executor.ErrOutcomeUnknown, "nothing was sent")
+			require.Equal(t, contract.ClassRetry, executor.ClassOf(err))
+			require.Zero(t, closed.runCount())
+
+			live := startInMemoryServer(t, false)
+			liveCaller, err := mcptools.NewCaller(live.session)
+			require.NoError(t, err)
+			liveEx, err := executor.New(liveCaller, st, cfg)
+			require.NoError(t, err)
+			res, err := liveEx.ForScope("run-1").Execute(testContext(t), call)
+			require.NoError(t, err, "the claim was released: the retry runs at once, not after the lease")
+			require.False(t, res.Replayed)
+			require.Equal(t, 1, live.runCount())
+		})
+	}
+}
+
+// A connection lost while the call was out may have come after the server
+// ran the tool: the outcome stays unknown and the claim is kept, so the
+// call is not run again at once (the closed-session case above must not
+// swallow this one).
+func TestConnectionLostMidCallStaysUnknownAndKeepsTheClaim(t *testing.T) {
+	t.Parallel()
+	srv := startInMemoryServer(t, true)
+	caller, err := mcptools.NewCaller(srv.session)
+	require.NoError(t, err)
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	ex, err := executor.New(caller, st, &executor.Config{MaxWait: 50 * time.Millisecond, Lease: time.Minute})
+	require.NoError(t, err)
+	go func() {
+		<-srv.started
+		srv.mu.Lock()
+		conn := srv.conn
+		srv.mu.Unlock()
+		_ = conn.Close()
+	}()
+	call := executor.Call{Tool: "a", Args: json.RawMessage(`{"n":1}`)}
+
+	_, err = ex.ForScope("run-1").Execute(testContext(t), call)
+	require.ErrorIs(t, err, executor.ErrOutcomeUnknown, "the server ran the tool, its answer was lost")
+	require.NotErrorIs(t, err, mcp.ErrConnectionClosed)
+	require.Equal(t, 1, srv.runCount())
+
+	_, err = ex.ForScope("run-1").Execute(testContext(t), call)
+	require.ErrorIs(t, err, store.ErrInFlight, "the claim is kept until its lease ends")
 }

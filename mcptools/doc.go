@@ -26,10 +26,11 @@
 // A result with isError set is a failed call (executor.Result.Failed): not
 // stored, so the next call runs the tool again. A result that asks for more
 // input (CallToolResult.NeedsInput) is never stored: Caller returns it in a
-// *NeedsInputError. A JSON-RPC error from the server is an ordinary failure;
-// any other failure of a call (the connection broke, the caller gave up)
-// may have come after the server ran the tool, so it wraps
-// executor.ErrOutcomeUnknown.
+// *NeedsInputError. A JSON-RPC error from the server is an ordinary failure,
+// and so is a call on a session already closed (mcp.ErrConnectionClosed),
+// which the SDK never sent; any other failure of a call (the connection
+// broke while it was out, the caller gave up) may have come after the
+// server ran the tool, so it wraps executor.ErrOutcomeUnknown.
 //
 // # Keys, scopes and _meta
 //

@@ -67,6 +67,20 @@ var emptyMeans = map[string]string{
 	"upstream-url": "give the upstream's URL, or leave the flag out and give its command",
 }
 
+// onlyWith maps the flags that only mean something beside another flag to
+// that flag.
+var onlyWith = map[string]string{
+	"schema":          "database-url",
+	"session-timeout": "listen",
+}
+
+// given reports whether the flag name was on the command line fs parsed.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 // parseFlags reads the command line. Errors, each one line, and -h are
 // written to stderr.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -127,6 +141,20 @@ idemstore's idempotent executor: a call sent again replays its stored result.
 			problem = ie.Problem
 		}
 		fmt.Fprintln(stderr, "mcpproxy: invalid -schema: "+problem)
+		return options{}, errUsage
+	}
+	// A flag that only means something beside another is refused without
+	// it, not ignored: -schema without -database-url kept every outcome in
+	// memory, lost at the next restart, while the operator who named a
+	// PostgreSQL schema counts on PostgreSQL.
+	var alone string
+	fs.Visit(func(f *flag.Flag) {
+		if needs, ok := onlyWith[f.Name]; ok && alone == "" && !given(fs, needs) {
+			alone = "-" + f.Name + " needs -" + needs + " (without it, it would be ignored)"
+		}
+	})
+	if alone != "" {
+		fmt.Fprintln(stderr, "mcpproxy: "+alone)
 		return options{}, errUsage
 	}
 	o.command = fs.Args()

@@ -180,3 +180,28 @@ func TestFailuresAreOneLine(t *testing.T) {
 	require.Contains(t, stderr.String(), "connection refused")
 	require.NotContains(t, stderr.String(), "s3cret")
 }
+
+// A flag that only means something beside another is a usage error
+// without it, not ignored: -schema without -database-url kept every
+// outcome in memory while the operator counted on PostgreSQL.
+func TestFlagsThatOnlyMeanSomethingBesideAnotherAreRefusedWithoutIt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-schema", "myapp", "--", "server"}, "mcpproxy: -schema needs -database-url"},
+		{[]string{"-schema=idemstore", "-upstream-url", "http://127.0.0.1:1/mcp"}, "mcpproxy: -schema needs -database-url"},
+		{[]string{"-session-timeout", "5m", "--", "server"}, "mcpproxy: -session-timeout needs -listen"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(tc.args, &stderr)
+		require.ErrorIs(t, err, errUsage, "%q", tc.args)
+		require.True(t, strings.HasPrefix(stderr.String(), tc.want), "%q", stderr.String())
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+	}
+	o, err := parseFlags([]string{"-database-url", "postgres://u@127.0.0.1:1/db", "-schema", "myapp",
+		"-listen", "127.0.0.1:0", "-session-timeout", "5m", "--", "server"}, io.Discard)
+	require.NoError(t, err, "beside the flag they need")
+	require.Equal(t, "myapp", o.schema)
+}

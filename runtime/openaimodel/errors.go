@@ -19,9 +19,12 @@ import (
 // Sentinels carried in Error.Err, matched with errors.Is.
 var (
 	// ErrMalformedResponse: the endpoint answered 2xx with a body that is not
-	// a chat completion (not JSON, no choices, a choice without a message,
-	// two tool calls with one id). Transient: a proxy's error
-	// page or a truncated body says nothing about the next model.
+	// a chat completion (not JSON, more data after the completion, no
+	// choices, a choice without a message, a key it reads given twice, two
+	// tool calls with one id, a tool call's id or name that is not UTF-8, a
+	// tool call's arguments with more data after their JSON value).
+	// Transient: a proxy's error page or a truncated body says nothing about
+	// the next model.
 	ErrMalformedResponse = errors.New("openaimodel: malformed response")
 	// ErrResponseTooLarge: a response body was longer than
 	// Config.MaxResponseBytes; it was not read past the limit. Transient
@@ -124,17 +127,19 @@ type attempts struct {
 	n       int
 	status  int         // of the last response, 0 if the last attempt got none
 	maxBody int64       // Config.MaxResponseBytes
+	body    *cappedBody // the last response's body, nil if it had none
 	errBody *cappedBody // the last response's body when its status is an error, else nil
 }
 
 func (a *attempts) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	a.n++
 	res, err := next(req)
-	a.status, a.errBody = 0, nil
+	a.status, a.body, a.errBody = 0, nil, nil
 	if res != nil {
 		a.status = res.StatusCode
 		if res.Body != nil {
-			body := &cappedBody{ReadCloser: res.Body, left: a.maxBody}
+			body := &cappedBody{ReadCloser: res.Body, left: a.maxBody, first: -1}
+			a.body = body
 			if res.StatusCode >= 400 {
 				// Kept so that an error body the SDK cannot parse (Ollama's
 				// {"error": "…"}) still gives the server's message.
@@ -162,6 +167,23 @@ type cappedBody struct {
 	io.ReadCloser
 	left int64  // bytes still allowed
 	keep []byte // when not nil, the first maxKeptErrorBody bytes read
+
+	// The SDK decodes a body with a json.Decoder, which stops after the
+	// first JSON value: what follows it was never looked at. first and end
+	// bound the body's bytes other than JSON white space (first is -1
+	// while none came), so that trailingData can tell a body that is one
+	// completion from one with more after it.
+	read, first, end int64
+}
+
+// trailingData returns the offset in the body of what follows the JSON
+// value that starts it, when that value is raw (the bytes the SDK decoded)
+// and more than white space follows; else -1.
+func (b *cappedBody) trailingData(raw string) int64 {
+	if b == nil || b.first < 0 || b.end <= b.first+int64(len(raw)) {
+		return -1
+	}
+	return b.first + int64(len(raw))
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -174,6 +196,15 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		p = p[:b.left+1]
 	}
 	n, err := b.ReadCloser.Read(p)
+	for i, c := range p[:n] {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			if b.first < 0 {
+				b.first = b.read + int64(i)
+			}
+			b.end = b.read + int64(i) + 1
+		}
+	}
+	b.read += int64(n)
 	if b.keep != nil && len(b.keep) < maxKeptErrorBody {
 		b.keep = append(b.keep, p[:min(n, maxKeptErrorBody-len(b.keep))]...)
 	}

@@ -2,6 +2,7 @@ package openaimodel
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -88,6 +89,14 @@ func (m *Model) Complete(ctx context.Context, req agent.Request) (agent.Response
 	completion, err := m.svc.New(call, params, option.WithMiddleware(a.record))
 	if err != nil {
 		return agent.Response{}, m.classify(ctx, call, &a, err)
+	}
+	if completion != nil {
+		if at := a.body.trailingData(completion.RawJSON()); at >= 0 {
+			// Two completions run together, or one with garbage after it:
+			// the SDK read the first value and dropped the rest unseen, so
+			// what the server meant is not known.
+			return agent.Response{}, m.malformed(a.n, "the body has more data after the completion, from byte "+strconv.FormatInt(at, 10))
+		}
 	}
 	return m.response(completion, a.n)
 }

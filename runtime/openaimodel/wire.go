@@ -3,8 +3,10 @@ package openaimodel
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -87,6 +89,9 @@ func message(msg agent.Message) (openai.ChatCompletionMessageParamUnion, string)
 
 // response reads the model's decision out of a completion.
 func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, error) {
+	if problem := repeatedKey(c); problem != "" {
+		return agent.Response{}, m.malformed(sent, problem)
+	}
 	if c == nil || len(c.Choices) == 0 {
 		e := m.malformed(sent, "the completion has no choices")
 		if c != nil {
@@ -152,6 +157,16 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		if tc.Function.Name == "" {
 			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+" names no function")
 		}
+		// JSON is UTF-8, and the SDK hands on the bytes of a string that is
+		// not. Such an id goes back in the next request with U+FFFD for
+		// each bad byte, so two ids told apart here ("c\xff", "c\xfe") are
+		// one on the wire, and one tool message answers both calls; a name
+		// goes back as another tool's than the one the call was for.
+		for _, f := range [...]struct{ name, value string }{{"id", tc.ID}, {"function name", tc.Function.Name}} {
+			if !utf8.ValidString(f.value) {
+				return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s "+f.name+" is not valid UTF-8")
+			}
+		}
 		id := tc.ID
 		if id == "" {
 			// The tool message must name its call; a server that gives no id
@@ -168,6 +183,9 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		if !ok {
 			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s arguments has the wrong type")
 		}
+		if at := afterValue(args); at >= 0 {
+			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s arguments have more data after their JSON value, from byte "+strconv.Itoa(at))
+		}
 		call := executor.Call{
 			ProviderCallID: id, // the provider's call id: pairs the result, never keys it
 			Tool:           tc.Function.Name,
@@ -176,6 +194,70 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		resp.ToolCalls = append(resp.ToolCalls, call)
 	}
 	return resp, nil
+}
+
+// repeatedKey says which object of c that response reads has one of the
+// keys it reads twice, or returns "". The SDK takes the first of them
+// (gjson), where encoding/json and most other readers take the last: a
+// tool call {"arguments":"{\"to\":\"a\"}","arguments":"{\"to\":\"b\"}"}
+// ran with "a" here and was "b" in a gateway's or an audit log's reading of
+// the same reply. Which one the server meant is not known.
+func repeatedKey(c *openai.ChatCompletion) string {
+	if c == nil {
+		return ""
+	}
+	if k := firstRepeated(c.RawJSON(), "choices"); k != "" {
+		return "the completion has the key " + contract.Quote(k) + " twice"
+	}
+	if len(c.Choices) == 0 {
+		return ""
+	}
+	if k := firstRepeated(c.Choices[0].RawJSON(), "message"); k != "" {
+		return "the completion's first choice has the key " + contract.Quote(k) + " twice"
+	}
+	msg := c.Choices[0].Message
+	if k := firstRepeated(msg.RawJSON(), "content", "refusal", "tool_calls"); k != "" {
+		return "the message has the key " + contract.Quote(k) + " twice"
+	}
+	for i, tc := range msg.ToolCalls {
+		k := firstRepeated(tc.RawJSON(), "id", "type", "function")
+		if k == "" {
+			k = firstRepeated(tc.Function.RawJSON(), "name", "arguments")
+		}
+		if k != "" {
+			return "tool call " + strconv.Itoa(i) + " has the key " + contract.Quote(k) + " twice"
+		}
+	}
+	return ""
+}
+
+// firstRepeated returns the first of keys that the JSON object raw holds
+// more than once, or "": also when raw is not an object (null, or a value
+// of the wrong type, which the checks of the fields report).
+func firstRepeated(raw string, keys ...string) string {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := make(map[string]bool, len(keys))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := t.(string)
+		if slices.Contains(keys, k) {
+			if seen[k] {
+				return k
+			}
+			seen[k] = true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // malformed is the transient error of a 200 whose body is not a whole
@@ -236,6 +318,29 @@ func arguments(field respjson.Field, decoded string) (args json.RawMessage, ok b
 		return json.RawMessage(raw), true
 	}
 	return nil, false
+}
+
+// afterValue returns the offset in args of what follows their first JSON
+// value, when more than white space does; else -1. Such arguments
+// ({"to":"a"}{"to":"b"}: calls run together, or a value with garbage after
+// it) are the one kind of invalid JSON that a reader stopping after the
+// first value (a json.Decoder, as the SDK reads bodies) takes for valid: a
+// tool reading them so would run a call the model did not make alone. They
+// are refused here, with the reply, as a body with data after the
+// completion is. Arguments that are not JSON at all are passed on: the
+// executor refuses them as a bad call, which the model is told about and
+// can correct, and nobody can read them as another call.
+func afterValue(args json.RawMessage) int {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	var v json.RawMessage
+	if dec.Decode(&v) != nil {
+		return -1
+	}
+	off := int(dec.InputOffset())
+	if len(bytes.TrimLeft(args[off:], " \t\r\n")) == 0 {
+		return -1
+	}
+	return off
 }
 
 // invalid is the permanent error of a request that cannot be sent.

@@ -238,3 +238,117 @@ func TestToolCallArgumentsSentAsAnObjectHaveTheKeyOfTheStringForm(t *testing.T) 
 		require.Empty(t, ask(none).Args, none)
 	}
 }
+
+// Arguments holding a JSON value and more after it (two calls run
+// together, or a value with garbage after it) are the model's bad output,
+// which a reader stopping after the first value would take for a call the
+// model did not make alone: the reply is malformed, and no call comes out
+// of it. They were passed on as the call's arguments. White space after
+// the value is fine, and arguments that are not JSON at all are passed on
+// for the executor to refuse as a bad call the model is told about.
+func TestToolCallArgumentsWithDataAfterTheirJSONValueAreAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	for _, args := range []string{`{"to":"a"}xyz`, `{"to":"a"} {"to":"b"}`, `{"to":"a"}{"to":"b"}`, ` {"to":"a"}` + "\n]"} {
+		b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", args))))
+		resp, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, args)
+		require.True(t, e.Transient, args)
+		require.Contains(t, e.Message, "tool call 0's arguments have more data after their JSON value", args)
+		require.Empty(t, resp.ToolCalls, args)
+	}
+	for _, args := range []string{`{"to":"a"}` + " \t\r\n", `not json`, `{"to":`} {
+		b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", args))))
+		resp, err := b.ask(t)
+		require.NoError(t, err, args)
+		require.Equal(t, []executor.Call{call("c1", "send_mail", args)}, resp.ToolCalls, args)
+	}
+
+	// Through the runtime: the tool never runs.
+	ab := setupAgent(t)
+	b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", `{"to":"a"}{"to":"b"}`))))
+	_, err := ab.run(t, ab.config(b.model))
+	require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
+	require.Zero(t, ab.sends.Load())
+	require.Empty(t, ab.stepsWith("send_mail"), "no call was reported, refused or run")
+}
+
+// A 2xx body holding a completion and more after it (two bodies run
+// together, garbage after one) is malformed: the SDK decoded the first
+// JSON value and dropped the rest unseen, so the reply was taken for the
+// first completion alone. White space around the completion is fine.
+func TestBodyWithDataAfterTheCompletionIsAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	completion := `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[` +
+		`{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}"}}]}}]}`
+	for _, body := range []string{completion + `xyz`, completion + ` {"choices":[]}`, " \n" + completion + completion} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: body}))
+		_, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
+		require.True(t, e.Transient)
+		require.Contains(t, e.Message, "the body has more data after the completion, from byte")
+	}
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: "\r\n " + completion + " \n\n"}))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, []executor.Call{call("c", "send_mail", `{"to":"a"}`)}, resp.ToolCalls)
+}
+
+// A reply that gives a key the adapter reads twice (two "arguments" in one
+// tool call, two "tool_calls" in the message …) is malformed: the SDK read
+// the first, where encoding/json and most readers take the last, so a
+// gateway or an audit log saw another call than the one that ran.
+func TestReplyWithARepeatedKeyIsAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	for body, problem := range map[string]string{
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\"}","arguments":"{\"to\":\"b\"}"}}]}}]}`: `tool call 0 has the key "arguments" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{}","name":"lookup_customer"}}]}}]}`:                 `tool call 0 has the key "name" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","id":"d","type":"function","function":{"name":"send_mail","arguments":"{}"}}]}}]}`:                                 `tool call 0 has the key "id" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail"}}],"tool_calls":[]}}]}`:                                           `the message has the key "tool_calls" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a","content":"b"}}]}`:                                                                                                           `the message has the key "content" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a"},"message":{"role":"assistant","content":"b"}}]}`:                                                                            `the completion's first choice has the key "message" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"a"}}],"choices":[]}`:                                                                                                            `the completion has the key "choices" twice`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"send_mail","argu\u006dents":"{}","arguments":"{}"}}]}}]}`:                    `tool call 0 has the key "arguments" twice`,
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: body}))
+		resp, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, body)
+		require.True(t, e.Transient, body)
+		require.Equal(t, problem, e.Message, body)
+		require.Empty(t, resp.ToolCalls, body)
+	}
+	// Keys the adapter does not read may repeat, and so may keys in
+	// different objects.
+	b := setup(t, openaitest.Script(openaitest.Reply{Body: `{"id":"x","id":"y","choices":[{"index":0,"index":1,"message":{"role":"assistant","role":"assistant","tool_calls":[` +
+		`{"id":"c","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"a\",\"to\":\"b\"}"}},` +
+		`{"id":"d","type":"function","function":{"name":"send_mail","arguments":"{}"}}]}}]}`}))
+	resp, err := b.ask(t)
+	require.NoError(t, err)
+	require.Equal(t, []executor.Call{call("c", "send_mail", `{"to":"a","to":"b"}`), call("d", "send_mail", `{}`)}, resp.ToolCalls,
+		"duplicate keys inside the arguments are the executor's to refuse, as a bad call")
+}
+
+// A tool call whose id or function name is not valid UTF-8 (JSON is
+// UTF-8; the SDK hands on the bytes) is malformed: the id went back in the
+// next request with U+FFFD for the bad byte, so two calls with ids told
+// apart here were one on the wire, and one tool message answered both.
+func TestToolCallIDOrNameThatIsNotUTF8IsAMalformedResponse(t *testing.T) {
+	t.Parallel()
+	for body, problem := range map[string]string{
+		"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":[" +
+			"{\"id\":\"c\xff\",\"type\":\"function\",\"function\":{\"name\":\"send_mail\",\"arguments\":\"{}\"}}," +
+			"{\"id\":\"c\xfe\",\"type\":\"function\",\"function\":{\"name\":\"send_mail\",\"arguments\":\"{}\"}}]}}]}": "tool call 0's id is not valid UTF-8",
+		"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":[" +
+			"{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"send\xc0mail\",\"arguments\":\"{}\"}}]}}]}": "tool call 0's function name is not valid UTF-8",
+	} {
+		b := setup(t, openaitest.Script(openaitest.Reply{Body: body}))
+		resp, err := b.ask(t)
+		e := modelError(t, err)
+		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
+		require.True(t, e.Transient)
+		require.Equal(t, problem, e.Message)
+		require.Empty(t, resp.ToolCalls)
+	}
+}
