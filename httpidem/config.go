@@ -123,6 +123,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxResponseBytes bounds the response body stored; a longer response
 	// is sent as it is written, and not stored (the claim is released).
+	// CommitTx and CompleteTx refuse a longer body with a
+	// *contract.LimitError and store nothing.
 	// Defaults to, and may not exceed, the store's Limits.MaxResultBytes
 	// (the stored status and headers must fit in it too).
 	MaxResponseBytes int
