@@ -406,7 +406,8 @@ func wrappedTwice(t *testing.T, mode Mode, local bool) {
 	}
 	tool := &countingTool{}
 	cfg := &Config{Mode: mode, MaxWait: 2 * time.Second}
-	inner, err := New(tool, st, cfg)
+	obs := &recordingObserver{}
+	inner, err := New(tool, st, &Config{Mode: mode, MaxWait: 2 * time.Second, Observer: obs})
 	require.NoError(t, err)
 	outer, err := New(inner.ForScope(testScope), st, cfg)
 	require.NoError(t, err)
@@ -419,6 +420,10 @@ func wrappedTwice(t *testing.T, mode Mode, local bool) {
 	require.NoError(t, err)
 	require.Equal(t, `ok:{"to":"a@example.com"}`, string(res.Output))
 	require.False(t, res.Replayed)
+	ev := obs.only(t)
+	require.Equal(t, CallRan, ev.Outcome, "the inner executor ran the tool")
+	require.True(t, ev.ToolRan)
+	require.False(t, ev.Claimed, "under the outer executor's claim")
 	again, err := exec.Execute(ctx, c)
 	require.NoError(t, err)
 	require.True(t, again.Replayed, "the outcome was stored")

@@ -184,6 +184,9 @@ func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh 
 		// ModeExclusive, and stores its outcome. Claiming or looking up
 		// again would find that claim in flight and wait for it (itself)
 		// until MaxWait, or find nothing and run the tool again for ever.
+		tr := s.e.trace(ctx) // nil unless an Observer is set
+		tr.toolStarted()
+		defer tr.toolEnded()
 		return s.e.inner.Execute(ctx, call)
 	}
 	if s.e.cfg.Mode == ModeProbeThenStore {
