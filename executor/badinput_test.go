@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -373,4 +374,90 @@ func TestExecutorNotMadeByItsConstructorIsABadCallNotAPanic(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An Idempotent wrapped around another on the same store (the tools given
+// to New already idempotent, as a runtime may wrap what a service wrapped)
+// met the outer executor's claim on the call in the inner one: the inner
+// waited for it, in process or on the store, for the whole MaxWait and
+// failed with an *InFlightError, so the tool never ran and every retry
+// failed the same way. The inner executor now runs its tool under the
+// outer's claim, and the outer stores the outcome once.
+func TestAnExecutorWrappedAroundAnotherOnTheSameStoreRunsTheToolOnce(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		for _, local := range []bool{true, false} {
+			t.Run(fmt.Sprintf("local replays %v", local), func(t *testing.T) {
+				wrappedTwice(t, mode, local)
+			})
+		}
+	})
+}
+
+// wrappedTwice is TestAnExecutorWrappedAroundAnotherOnTheSameStoreRunsTheToolOnce
+// in mode, on a memstore.Store whose replays are local (as they are), or
+// behind a wrapper that makes every replay a store call (as pgstore's are).
+func wrappedTwice(t *testing.T, mode Mode, local bool) {
+	mem, err := memstore.New(nil)
+	require.NoError(t, err)
+	var st store.CallStore = mem
+	if !local {
+		st = newCountingStore(mem)
+	}
+	tool := &countingTool{}
+	cfg := &Config{Mode: mode, MaxWait: 2 * time.Second}
+	obs := &recordingObserver{}
+	inner, err := New(tool, st, &Config{Mode: mode, MaxWait: 2 * time.Second, Observer: obs})
+	require.NoError(t, err)
+	outer, err := New(inner.ForScope(testScope), st, cfg)
+	require.NoError(t, err)
+	exec := outer.ForScope(testScope)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	res, err := exec.Execute(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, `ok:{"to":"a@example.com"}`, string(res.Output))
+	require.False(t, res.Replayed)
+	ev := obs.only(t)
+	require.Equal(t, CallRan, ev.Outcome, "the inner executor ran the tool")
+	require.True(t, ev.ToolRan)
+	require.False(t, ev.Claimed, "under the outer executor's claim")
+	again, err := exec.Execute(ctx, c)
+	require.NoError(t, err)
+	require.True(t, again.Replayed, "the outcome was stored")
+	require.Equal(t, res.Output, again.Output)
+	viaInner, err := inner.ForScope(testScope).Execute(ctx, c)
+	require.NoError(t, err)
+	require.True(t, viaInner.Replayed, "one record, under the call's key")
+	require.Equal(t, int64(1), tool.runs.Load(), "the tool ran once")
+
+	// A tool's context kept past its run asks for the call the
+	// ordinary way: it is replayed, not run again unclaimed.
+	var kept context.Context
+	keeper, err := New(ExecutorFunc(func(ctx context.Context, c Call) (Result, error) {
+		kept = ctx
+		return inner.ForScope(testScope).Execute(ctx, c)
+	}), st, cfg)
+	require.NoError(t, err)
+	kc := call("send_mail", `{"to":"kept@example.com"}`)
+	_, err = keeper.ForScope(testScope).Execute(ctx, kc)
+	require.NoError(t, err)
+	later, err := inner.ForScope(testScope).Execute(kept, kc)
+	require.NoError(t, err)
+	require.True(t, later.Replayed)
+	require.Equal(t, int64(2), tool.runs.Load())
+
+	// A call the tool makes that is not the call it runs goes the
+	// ordinary way: it is another call, with a key of its own.
+	other, err := New(ExecutorFunc(func(ctx context.Context, c Call) (Result, error) {
+		return inner.ForScope(testScope).Execute(ctx, call("audit", `{}`))
+	}), st, cfg)
+	require.NoError(t, err)
+	_, err = other.ForScope(testScope).Execute(ctx, call("send_mail", `{"to":"b@example.com"}`))
+	require.NoError(t, err)
+	replayed, err := inner.ForScope(testScope).Execute(ctx, call("audit", `{}`))
+	require.NoError(t, err)
+	require.True(t, replayed.Replayed, "the nested call was stored under its own key")
 }

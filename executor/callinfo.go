@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemstore/idemstore/keyhash"
@@ -53,14 +54,37 @@ func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
 	return context.WithValue(ctx, callInfoKey{}, info)
 }
 
+// running is what the executor itself puts in a tool's context: the call's
+// info, the store its outcome goes to, and whether the tool's run ended.
+// WithCallInfo's bare CallInfo names no store, so a context a test made is
+// never taken for a running call (see Scoped.runningHere).
+type running struct {
+	info  CallInfo
+	st    store.CallStore
+	ended atomic.Bool // the tool's Execute (or Reconcile) returned
+}
+
+// withRunning returns the context a tool runs the call of info under, in
+// store st, and the run to mark ended when the tool returns: a context a
+// tool kept past its run then asks for the call the ordinary way.
+func withRunning(ctx context.Context, info CallInfo, st store.CallStore) (context.Context, *running) {
+	r := &running{info: info, st: st}
+	return context.WithValue(ctx, callInfoKey{}, r), r
+}
+
 // CallInfoFrom returns the call info set by the idempotent executor; false
 // outside an idempotent call, and for a nil ctx (which no call runs under).
 func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	if ctx == nil {
 		return CallInfo{}, false
 	}
-	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
-	return info, ok
+	switch v := ctx.Value(callInfoKey{}).(type) {
+	case *running:
+		return v.info, true
+	case CallInfo:
+		return v, true
+	}
+	return CallInfo{}, false
 }
 
 // DownstreamKey returns the stable downstream idempotency key of the call

@@ -23,7 +23,9 @@ import (
 // Reconcile that returned an error.
 func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released bool, err error) {
 	e := s.e
-	tctx := WithCallInfo(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver))
+	tctx, run := withRunning(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver), e.st)
+	// However the call ends (a panic too), its context no longer runs it.
+	defer run.ended.Store(true)
 	tr := e.trace(ctx) // nil unless an Observer is set
 	tr.claim(cr)
 	if cr.TakenOver {
@@ -88,6 +90,7 @@ func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr 
 
 	tr.toolStarted()
 	res, err = e.inner.Execute(tctx, call)
+	run.ended.Store(true)
 	tr.toolEnded()
 	// Under a live claim nobody else stores the call's outcome: what the
 	// tool returns is its own run, whatever it says.

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/idemstore/idemstore/contract"
@@ -119,7 +120,11 @@ var _ Executor = (*Scoped)(nil)
 // Execute runs call at most once per scope and key: a stored outcome is
 // replayed (Result.Replayed set, Output byte-identical to what was stored);
 // otherwise the tool runs and its outcome is stored if it succeeded (or
-// failed permanently, under Config.StorePermanentFailures).
+// failed permanently, under Config.StorePermanentFailures). A call asked
+// for inside the tool's run of that very call, by an executor on the same
+// store and scope (an Idempotent whose tools are another Idempotent's
+// Scoped), runs its tool directly: the outer call holds the claim and
+// stores the outcome.
 //
 // Errors a caller may want to tell apart (ClassOf, Retryable):
 //   - store.ErrInvalidArguments, store.ErrTooLarge, store.ErrInvalidInput:
@@ -173,10 +178,34 @@ func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh 
 			return res, err
 		}
 	}
+	if s.runningHere(ctx, ent) {
+		// An executor wrapped around this one on the same store (or this
+		// one, through its tool) runs this very call, under its claim in
+		// ModeExclusive, and stores its outcome. Claiming or looking up
+		// again would find that claim in flight and wait for it (itself)
+		// until MaxWait, or find nothing and run the tool again for ever.
+		tr := s.e.trace(ctx) // nil unless an Observer is set
+		tr.toolStarted()
+		defer tr.toolEnded()
+		return s.e.inner.Execute(ctx, call)
+	}
 	if s.e.cfg.Mode == ModeProbeThenStore {
 		return s.probeThenStore(ctx, call, ent)
 	}
 	return s.exclusive(ctx, call, ent, fresh)
+}
+
+// runningHere reports whether ctx is the context of a tool still running
+// the call of ent, in this scope, for an executor on this executor's store.
+// Stores of a type that is not comparable are never taken for one: ==
+// on them would panic.
+func (s *Scoped) runningHere(ctx context.Context, ent store.Entry) bool {
+	r, ok := ctx.Value(callInfoKey{}).(*running)
+	if !ok || r.ended.Load() || r.info.Scope != s.scope || r.info.Key != ent.Key || r.info.Fingerprint != ent.Fingerprint {
+		return false
+	}
+	a, b := reflect.ValueOf(r.st), reflect.ValueOf(s.e.st)
+	return a.Type() == b.Type() && a.Comparable() && r.st == s.e.st
 }
 
 // EntryOf returns a call's identity as the store sees it (key, fingerprint

@@ -38,7 +38,9 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	// No claim in this mode: Attempt 0, never taken over.
 	tr := e.trace(ctx) // nil unless an Observer is set
 	tr.toolStarted()
-	res, err := e.inner.Execute(WithCallInfo(ctx, s.callInfo(ent, store.Claim{}, false)), call)
+	tctx, run := withRunning(ctx, s.callInfo(ent, store.Claim{}, false), e.st)
+	res, err := e.inner.Execute(tctx, call)
+	run.ended.Store(true) // the Put below is no longer the tool's run
 	tr.toolEnded()
 	// A tool's run is no replay, with one exception: a tool that stores its
 	// outcome itself (pgstore.TxTool) and finds another caller's stored

@@ -157,6 +157,32 @@ func TestWrapNilOrOnANilMiddlewareAnswers500AndClaimsNothing(t *testing.T) {
 	})
 }
 
+// A Middleware that New did not make (a zero value, such as one embedded
+// by value in a service's struct and never set) has no store and no
+// config: it covered no method, so every request ran the handler with no
+// idempotency and no error, and Wrap(nil) on it panicked on its nil
+// logger. It now answers 500 as a nil Middleware does.
+func TestWrapOnAZeroMiddlewareAnswers500AndNeverRunsTheHandlerUnprotected(t *testing.T) {
+	t.Parallel()
+	var zero httpidem.Middleware
+	h := &orders{}
+	for _, tc := range []struct {
+		name string
+		next http.Handler
+	}{{"a handler", h}, {"nil", nil}} {
+		name, next := tc.name, tc.next
+		var wrapped http.Handler
+		require.NotPanics(t, func() { wrapped = zero.Wrap(next) }, name)
+		r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+		r.Header.Set("Idempotency-Key", sfKey("k"))
+		w := httptest.NewRecorder()
+		require.NotPanics(t, func() { wrapped.ServeHTTP(w, r) }, name)
+		require.Equal(t, http.StatusInternalServerError, w.Code, name)
+		require.Contains(t, w.Body.String(), httpidem.CodeInternal, name)
+	}
+	require.Zero(t, h.runs.Load(), "the handler does not run unprotected")
+}
+
 func TestAHugeDeclaredBodyLengthIsNotAllocatedUpFront(t *testing.T) {
 	t.Parallel()
 	st := newMemStore(t)

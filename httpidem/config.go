@@ -66,10 +66,21 @@ var DefaultReplayHeaders = []string{
 // them would corrupt the response.
 var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade", "Keep-Alive"}
 
+// movedHeaders are the request headers net/http's server takes out of
+// r.Header (into r.Host, r.TransferEncoding, r.Trailer): read there, they
+// are never present.
+var movedHeaders = map[string]string{
+	"Host":              "net/http moves it to r.Host",
+	"Transfer-Encoding": "net/http moves it to r.TransferEncoding",
+	"Trailer":           "net/http moves it to r.Trailer",
+}
+
 // Config tunes a Middleware. A nil *Config, and every zero field, means the
 // defaults.
 type Config struct {
-	// HeaderName is the request header holding the key. Defaults to
+	// HeaderName is the request header holding the key. Host,
+	// Transfer-Encoding and Trailer are refused: net/http takes them out
+	// of a request's header, so the key would never be found. Defaults to
 	// DefaultHeaderName.
 	HeaderName string
 	// MaxKeyBytes bounds the key (its characters after unescaping); a
@@ -106,7 +117,9 @@ type Config struct {
 	// FingerprintHeaders are the request headers whose values are part of
 	// the fingerprint, beside method, path, query and body. A nil slice
 	// defaults to DefaultFingerprintHeaders; an empty non-nil slice means
-	// none.
+	// none. Host, Transfer-Encoding and Trailer, which net/http takes out
+	// of a request's header, are refused (as HeaderName): the host goes in
+	// Principal.
 	FingerprintHeaders []string
 	// ReplayHeaders is the allow-list of response headers stored and
 	// replayed. A nil slice defaults to DefaultReplayHeaders; an empty
@@ -123,6 +136,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxResponseBytes bounds the response body stored; a longer response
 	// is sent as it is written, and not stored (the claim is released).
+	// CommitTx and CompleteTx refuse a longer body with a
+	// *contract.LimitError and store nothing.
 	// Defaults to, and may not exceed, the store's Limits.MaxResultBytes
 	// (the stored status and headers must fit in it too).
 	MaxResponseBytes int
@@ -319,6 +334,24 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 			if !isToken(name) {
 				return cfgErr(field, fmt.Sprintf("%s is not a header name", contract.Quote(name)))
 			}
+		}
+	}
+	// A key read from a header the server never leaves in r.Header is
+	// never found: every covered request gets 400, or, under
+	// AllowMissingKey, runs with no idempotency at all. In the
+	// fingerprint such a header never counts, and Host is the one a
+	// service would add there to keep hosts apart: it would not.
+	if why, ok := movedHeaders[textproto.CanonicalMIMEHeaderKey(s.header)]; ok {
+		return cfgErr("HeaderName", fmt.Sprintf("%s is never in a request's header: %s", contract.Quote(s.header), why))
+	}
+	for _, name := range in.FingerprintHeaders {
+		cn := textproto.CanonicalMIMEHeaderKey(name)
+		if why, ok := movedHeaders[cn]; ok {
+			problem := fmt.Sprintf("%s is never in a request's header (%s), so it would never count", contract.Quote(name), why)
+			if cn == "Host" {
+				problem += ": to keep hosts apart, make the host part of Principal"
+			}
+			return cfgErr("FingerprintHeaders", problem)
 		}
 	}
 	for _, name := range in.ReplayHeaders {

@@ -129,3 +129,34 @@ func TestAStandardMethodInTheWrongCaseIsRefused(t *testing.T) {
 		require.NoError(t, err, m)
 	}
 }
+
+// net/http takes Host, Transfer-Encoding and Trailer out of a request's
+// header map (into r.Host, r.TransferEncoding, r.Trailer), so a config
+// reading them there read nothing, silently: a key in HeaderName "Host"
+// was never found (400 to every request, or no idempotency at all under
+// AllowMissingKey), and "Host" in FingerprintHeaders, put there to keep
+// hosts apart, let the same key on two hosts replay one host's response
+// on the other. New refuses them, and says where the host belongs.
+func TestNewRefusesHeadersTheServerNeverLeavesInTheRequestHeader(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	for _, tc := range []struct {
+		field string
+		cfg   httpidem.Config
+	}{
+		{"HeaderName", httpidem.Config{HeaderName: "host"}},
+		{"HeaderName", httpidem.Config{HeaderName: "Transfer-Encoding", AllowMissingKey: true}},
+		{"HeaderName", httpidem.Config{HeaderName: "Trailer"}},
+		{"FingerprintHeaders", httpidem.Config{FingerprintHeaders: []string{"Content-Type", "Host"}}},
+		{"FingerprintHeaders", httpidem.Config{FingerprintHeaders: []string{"transfer-encoding"}}},
+		{"FingerprintHeaders", httpidem.Config{FingerprintHeaders: []string{"Trailer"}}},
+	} {
+		_, err := httpidem.New(st, &tc.cfg)
+		var ce *contract.ConfigError
+		require.ErrorAs(t, err, &ce, "%+v", tc.cfg)
+		require.Equal(t, tc.field, ce.Field)
+		require.ErrorIs(t, err, contract.ErrInvalidInput)
+	}
+	_, err := httpidem.New(st, &httpidem.Config{FingerprintHeaders: []string{"Host"}})
+	require.ErrorContains(t, err, "Principal", "it says where the host belongs")
+}

@@ -55,9 +55,12 @@ func New(st store.CallStore, cfg *Config) (*Middleware, error) {
 // of a middleware (func(http.Handler) http.Handler). A nil next (also a
 // typed nil), which has no error to return here, answers every request
 // with 500 (CodeInternal) and logs why, before any record is touched; so
-// does a nil m (New's error ignored), which has no logger.
+// does an m that New did not make (nil, New's error ignored, or a zero
+// Middleware), which has no logger.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
-	if m == nil {
+	if m == nil || m.st == nil {
+		// A zero Middleware covers no method (its Methods are empty): it
+		// would run every request's handler with no idempotency at all.
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusInternalServerError, CodeInternal, "The service has no idempotency middleware for this request.", "")
 		})

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/nilness"
 )
 
 // Response is a stored response: what a replay sends. Its encoding is the
@@ -26,8 +27,12 @@ type Response struct {
 // A Status that is not a final status code (200-999; a zero Response's is
 // 0) is refused with an *EncodingError and nothing is written: net/http
 // would panic on it, or send a 1xx as an interim response followed by an
-// empty 200.
+// empty 200. A nil w (also a typed nil) is refused with a
+// *contract.InputError.
 func (r Response) Write(w http.ResponseWriter) error {
+	if nilness.IsNil(w) {
+		return &contract.InputError{Field: "w", Problem: "nil"}
+	}
 	if err := checkStatus(r.Status); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/httpidem"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
@@ -242,4 +243,19 @@ func TestAHeaderSpelledTwiceIsOneHeaderEncodedWrittenAndReplayed(t *testing.T) {
 	require.Equal(t, http.StatusCreated, rw.Code)
 	require.Equal(t, "true", rw.Header().Get(httpidem.DefaultReplayedHeader))
 	require.Equal(t, []string{"b/b", "a/a"}, rw.Header().Values("Content-Type"), "every value replayed")
+}
+
+// Response.Write refuses what it cannot send with an error and writes
+// nothing (an invalid status); a nil writer, also a typed nil, was no
+// different, but it panicked on its first use.
+func TestResponseWriteRefusesANilWriterWithATypedError(t *testing.T) {
+	t.Parallel()
+	var typed *httptest.ResponseRecorder
+	for name, w := range map[string]http.ResponseWriter{"nil": nil, "typed nil": typed} {
+		var err error
+		require.NotPanics(t, func() { err = httpidem.Response{Status: http.StatusCreated, Body: []byte("x")}.Write(w) }, name)
+		var ie *contract.InputError
+		require.ErrorAs(t, err, &ie, name)
+		require.Equal(t, "w", ie.Field, name)
+	}
 }

@@ -62,6 +62,11 @@ var ErrNotStorable = errors.New("httpidem: response not storable")
 // contract.ErrOutcomeUnknown and the claim is left to its lease, not
 // released, since the handler's write may have committed.
 //
+// A response the middleware would not store either is refused before
+// anything is written, and tx is not committed: a status it does not
+// store (ErrNotStorable), or a body over Config.MaxResponseBytes or an
+// encoding over the store's MaxResultBytes (*contract.LimitError).
+//
 // Outside an idempotent request (no key under AllowMissingKey, a method
 // not covered) CommitTx only commits. A nil ctx, tx or st is refused with
 // a *contract.InputError, and nothing is stored.
@@ -106,7 +111,8 @@ func CommitTx[Tx Committer](ctx context.Context, tx Tx, st TxStore[Tx], resp Res
 // returns, the middleware reads the record back (one round trip) to learn
 // whether tx committed, and releases the claim if it did not. Prefer
 // CommitTx, which knows. resp's headers are cut to Config.ReplayHeaders;
-// write the same response to w. Outside an idempotent request it does
+// write the same response to w. A response CommitTx refuses is refused
+// here too, with nothing written into tx. Outside an idempotent request it does
 // nothing. A nil ctx, tx or st is refused with a *contract.InputError,
 // and nothing is stored.
 func CompleteTx[Tx any](ctx context.Context, tx Tx, st TxStore[Tx], resp Response) error {
@@ -147,6 +153,12 @@ func (r *run) storeInTx(resp Response, complete func(store.Outcome) error) error
 	}
 	if !r.m.cfg.storable(resp.Status) {
 		return fmt.Errorf("%w: status %d", ErrNotStorable, resp.Status)
+	}
+	// The bound the recorder puts on a body written to w holds for one
+	// stored here too: otherwise a response the middleware would not store
+	// is stored and replayed because the handler stored it itself.
+	if len(resp.Body) > r.m.cfg.maxResponse {
+		return &contract.LimitError{Limit: "MaxResponseBytes", Value: len(resp.Body), Max: r.m.cfg.maxResponse}
 	}
 	// Cut as the recorder cuts a response: the allow-listed headers, under
 	// their canonical names, with line breaks as net/http sends them

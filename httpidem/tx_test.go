@@ -503,3 +503,57 @@ func insertAndCommit(ctx context.Context, b *backend, resp httpidem.Response) er
 	}
 	return httpidem.CommitTx(ctx, tx, b.pg, resp)
 }
+
+// Config.MaxResponseBytes bounds the response body stored, whichever way
+// it is stored. CommitTx and CompleteTx checked only the store's
+// MaxResultBytes, so a handler storing its response in its own
+// transaction had a body over MaxResponseBytes stored and replayed, where
+// the same response written to w is not stored (the claim is released,
+// and a retry runs the handler again).
+func TestTxHelpersRefuseABodyOverMaxResponseBytesAndStoreNothing(t *testing.T) {
+	t.Parallel()
+	st := newMemStore(t)
+	m := newMiddleware(t, st, &httpidem.Config{MaxResponseBytes: 8})
+	// The store's own CompleteTx, as pgstore's would run it inside tx.
+	txSt := txStoreFunc(func(ctx context.Context, _ nopTx, c store.Claim, out store.Outcome) (store.Record, error) {
+		return st.Complete(ctx, c, out)
+	})
+	var runs atomic.Int64
+	errs := make(chan error, 4)
+	for name, helper := range map[string]func(context.Context, httpidem.Response) error{
+		"CommitTx": func(ctx context.Context, resp httpidem.Response) error {
+			return httpidem.CommitTx(ctx, nopTx{}, txSt, resp)
+		},
+		"CompleteTx": func(ctx context.Context, resp httpidem.Response) error {
+			return httpidem.CompleteTx(ctx, nopTx{}, txSt, resp)
+		},
+	} {
+		srv := serve(t, m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			resp := httpidem.Response{Status: http.StatusCreated, Body: []byte("123456789")} // 9 bytes
+			if err := helper(r.Context(), resp); err != nil {
+				errs <- err
+				http.Error(w, "not stored", http.StatusInternalServerError)
+				return
+			}
+			errs <- nil
+			_ = resp.Write(w)
+		}))
+		key := sfKey(name)
+		runs.Store(0)
+		first := send(t, srv, http.MethodPost, "/orders", key, `{}`)
+		require.Equal(t, http.StatusInternalServerError, first.Status, name)
+		err := <-errs
+		var le *contract.LimitError
+		require.ErrorAs(t, err, &le, name)
+		require.Equal(t, contract.LimitError{Limit: "MaxResponseBytes", Value: 9, Max: 8}, *le, name)
+		require.ErrorIs(t, err, contract.ErrTooLarge, name)
+
+		_, gerr := st.Get(testContext(t), httpidem.Scope("", name), keyhash.IDKey(name))
+		require.ErrorIs(t, gerr, store.ErrNotFound, "%s: nothing stored", name)
+		again := send(t, srv, http.MethodPost, "/orders", key, `{}`)
+		require.Empty(t, again.Header.Get("Idempotent-Replayed"), name)
+		require.Equal(t, int64(2), runs.Load(), "%s: the claim was released, so a retry runs the handler", name)
+		<-errs
+	}
+}
