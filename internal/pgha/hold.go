@@ -18,7 +18,7 @@ import (
 // that a checker catches lost acknowledged writes; Release lets the standby
 // catch up instead. Exactly one of the two ends a hold.
 type Hold struct {
-	f                *Formation
+	f       *Formation
 	primary Node
 	// walsender is the pid, in the container, of the primary's process
 	// that streams WAL to the standby. The sender is held, not the
