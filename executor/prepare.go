@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,8 +91,10 @@ func errNotPrepared() error {
 
 // Prepare is the probe of a model's turn: it computes every call's key,
 // looks up every call in one store step and, in ModeExclusive, claims the
-// misses in the same step (ClaimMany), so that a turn of N calls costs one
-// round trip before its tools run. It runs no tool and reports nothing, so
+// misses in the same step (ClaimMany, hinted store.WriteOptions.LikelyNew
+// when a call is new to this process), so that a turn of N calls costs one
+// store call before its tools run (on pgstore one round trip for a turn of
+// new calls or of stored ones, two for calls seen before but not stored). It runs no tool and reports nothing, so
 // an agent runtime can report a replay as a distinct step before it
 // reports any real call.
 //
@@ -130,11 +133,12 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		at    []int
 		first = make(map[keyhash.Sum]int, len(calls)) // index in preps of each key's first call
 		dups  []int                                   // the calls whose key came before
+		fresh []bool                                  // per entry: new to this process
 	)
 	for i, call := range calls {
 		p := &preps[i]
 		p.Call, p.s = call, s
-		ent, _, err := s.e.entry(call)
+		ent, isFresh, err := s.e.entry(call)
 		if err != nil {
 			p.Err = err
 			continue
@@ -155,6 +159,7 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		first[ent.Key] = i
 		ents = append(ents, ent)
 		at = append(at, i)
+		fresh = append(fresh, isFresh)
 	}
 	if len(ents) == 0 {
 		return preps, nil
@@ -166,7 +171,13 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		shareWithDuplicates(preps, dups, first)
 		return preps, nil
 	}
-	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, s.e.wopts)
+	// Hinted as a single call is (claimAndRun): a turn with a call new to
+	// this process is likely to find no record for it, and the store may
+	// claim at once; a turn of calls seen before is likely stored, and the
+	// store may read first (pgstore: a plain read of every key).
+	opts := s.e.wopts
+	opts.LikelyNew = slices.Contains(fresh, true) && s.e.newness.likely()
+	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, opts)
 	if err != nil {
 		return preps, err
 	}
@@ -179,6 +190,9 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 	now := time.Now()
 	for j, cr := range results {
 		p := &preps[at[j]]
+		if fresh[j] && cr.Err == nil {
+			s.e.newness.saw(cr.State == store.ClaimGranted && !cr.TakenOver)
+		}
 		switch {
 		case cr.Err != nil:
 			p.Err = cr.Err

@@ -153,13 +153,14 @@ type WriteOptions struct {
 	// change the expiry of a live scope. Zero means the store's default; it
 	// must not be negative or over MaxDuration.
 	ScopeTTL time.Duration
-	// LikelyNew is a hint for Claim, which never changes what the claim
-	// decides: the caller has not seen this call before (the executor sets
-	// it when the call's key was not in its key cache), so the claim will
-	// most likely find no record. A store whose claim first reads (so that
-	// a replay costs a plain read) may then read and claim in one step
-	// instead, which saves a miss a round trip and costs a replay a little
-	// (pgstore). Other writes ignore it.
+	// LikelyNew is a hint for Claim and ClaimMany, which never changes what
+	// a claim decides: the caller has not seen this call (for ClaimMany:
+	// one of the calls) before (the executor sets it when the call's key was
+	// not in its key cache), so the claim will most likely find no record. A
+	// store whose claim first reads (so that a replay costs a plain read)
+	// may then read and claim in one step instead, which saves a miss a
+	// round trip and costs a replay a little (pgstore). Other writes ignore
+	// it.
 	LikelyNew bool
 }
 

@@ -111,14 +111,18 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	return res, res.Err
 }
 
-// ClaimMany claims each entry as Claim does, in one statement (one round
-// trip for a turn's misses; idem_claim_many), after one input check of the
+// ClaimMany claims each entry as Claim does, after one input check of the
 // whole batch: bad input in any entry refuses it before anything is
 // written, and so is a batch of more than Config.MaxClaimBatch entries
 // (a *store.LimitError naming MaxClaimBatch). An entry refused on its own (a
 // fingerprint mismatch, a result that does not open) gets its error in
-// ClaimResult.Err. The batch draws one nonce, and is sent again with it
-// after a connection lost mid-statement, as Claim is.
+// ClaimResult.Err. With WriteOptions.LikelyNew (a turn with a call new to
+// the executor) the batch is one statement (idem_claim_many): one round
+// trip. Without it the keys are read first, and a batch whose records all
+// decide by themselves (a turn replayed) is answered by that read, as a
+// SELECT of the keys would be; the other entries are then claimed by
+// idem_claim_many, a second round trip. The claim draws one nonce, and is
+// sent again with it after a connection lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
@@ -138,8 +142,98 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 	return s.claimMany(ctx, scope, es, lease, opts)
 }
 
-// claimMany is ClaimMany of checked input, at least one entry.
+// claimMany is ClaimMany of checked input, at least one entry. Unless the
+// calls are hinted as likely new (or reads are confirmed), the keys are
+// read first (claimReadManySQL): a turn whose records all decide by
+// themselves (stored, claimed elsewhere, another call's) is answered by
+// that one read, and only the others are claimed, in a second round trip.
 func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	if opts.LikelyNew || s.confirmReads {
+		return s.claimManyNow(ctx, scope, es, lease, opts)
+	}
+	out, rest, err := s.claimReadMany(ctx, scope, es)
+	if err != nil || len(rest) == 0 {
+		return out, err
+	}
+	undecided := make([]store.Entry, len(rest))
+	for j, i := range rest {
+		undecided[j] = es[i]
+	}
+	claimed, err := s.claimManyNow(ctx, scope, undecided, lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range rest {
+		out[i] = claimed[j]
+	}
+	return out, nil
+}
+
+// claimReadMany is claimMany's first look: the results of the entries
+// whose records decide by themselves, and the indexes (in es) of the
+// others, which must be claimed.
+func (s *Store) claimReadMany(ctx context.Context, scope string, es []store.Entry) (out []store.ClaimResult, rest []int, err error) {
+	keys := make([][]byte, len(es))
+	at := make(map[keyhash.Sum]int, len(es))
+	for i := range es {
+		keys[i] = es[i].Key[:]
+		at[es[i].Key] = i
+	}
+	type readRow struct {
+		key     []byte
+		decides bool
+		rec     recordScan
+	}
+	rows := make([]readRow, 0, len(es))
+	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
+		rows = rows[:0]
+		res, err := conn.Query(ctx, s.sql.ClaimReadMany, scope, keys)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		for res.Next() {
+			rows = append(rows, readRow{})
+			r := &rows[len(rows)-1]
+			if err := res.Scan(append([]any{&r.key, &r.decides}, r.rec.targets()...)...); err != nil {
+				return err
+			}
+		}
+		return res.Err()
+	})
+	if err != nil {
+		return nil, nil, s.translate("claim", err)
+	}
+	out = make([]store.ClaimResult, len(es))
+	decided := make([]bool, len(es))
+	for n := range rows {
+		r := &rows[n]
+		var k keyhash.Sum
+		i, ok := 0, len(r.key) == len(k)
+		if ok {
+			copy(k[:], r.key)
+			i, ok = at[k]
+		}
+		if !ok || decided[i] {
+			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
+		}
+		if r.decides {
+			decided[i] = true
+			// Not won: the read grants nothing. prior is the status read,
+			// as idem_claim_many gives a record that decides.
+			out[i] = s.decideClaim(scope, es[i], false, pgtype.Int2{Int16: r.rec.status, Valid: true}, &r.rec)
+		}
+	}
+	for i := range es {
+		if !decided[i] {
+			rest = append(rest, i)
+		}
+	}
+	return out, rest, nil
+}
+
+// claimManyNow claims entries with idem_claim_many, in one statement.
+func (s *Store) claimManyNow(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	keys := make([][]byte, len(es))
 	tools := make([]string, len(es))
 	fps := make([][]byte, len(es))

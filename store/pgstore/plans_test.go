@@ -42,6 +42,9 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 			require.Equal(t, store.ClaimCompleted, res.State)
 			_, err = st.Get(ctx, "run", e.Key)
 			require.NoError(t, err)
+			many, err := st.ClaimMany(ctx, "run", []store.Entry{e}, time.Hour, store.WriteOptions{})
+			require.NoError(t, err)
+			require.Equal(t, store.ClaimCompleted, many[0].State)
 		}
 	}
 
@@ -66,6 +69,7 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 		{"ClaimNew", sql.ClaimNew, calls},
 		{"CompleteLive", sql.CompleteLive, calls},
 		{"ClaimRead", sql.ClaimRead, calls * rounds},
+		{"ClaimReadMany", sql.ClaimReadMany, calls * rounds},
 		{"Get", sql.Get, calls * rounds},
 	} {
 		counts, ok := plans[s.sql]

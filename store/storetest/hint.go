@@ -54,6 +54,59 @@ func testClaimHintDecidesTheSame(t *testing.T, b Bundle) {
 	}
 }
 
+// claimManyHintDecidesTheSame: the same for ClaimMany, whose hint covers a
+// whole batch (pgstore reads every key first without it): each record
+// state is built in four twins, claimed in batches of every state at once
+// (one state's record per batch entry, a new call among them), with and
+// without the hint, and one at a time by Claim; each entry decides as its
+// twins do.
+func testClaimManyHintDecidesTheSame(t *testing.T, b Bundle) {
+	ctx, s := testContext(t), b.Store
+	hint := store.WriteOptions{LikelyNew: true}
+	states := []struct {
+		name  string
+		build func(id string)
+	}{
+		{"no record", func(string) {}},
+		{"completed", func(id string) { put(ctx, t, s, "many", call(id, `{}`), success("stored"), noOpts) }},
+		{"claimed by another caller", func(id string) { claim(ctx, t, s, "many", call(id, `{}`), longLease, noOpts) }},
+		{"released by this call", func(id string) {
+			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "many", call(id, `{}`), longLease, noOpts), "failed"))
+		}},
+		{"released by another call", func(id string) {
+			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "many", call(id, `{"other":1}`), longLease, noOpts), "failed"))
+		}},
+		{"completed for another call", func(id string) { put(ctx, t, s, "many", call(id, `{"other":1}`), success("x"), noOpts) }},
+		{"lease lapsed", func(id string) { claim(ctx, t, s, "many", call(id, `{}`), shortLease, noOpts) }},
+		{"lease lapsed, another call's", func(id string) { claim(ctx, t, s, "many", call(id, `{"other":1}`), shortLease, noOpts) }},
+	}
+	twins := []string{"one", "many", "many hinted"}
+	for _, st := range states {
+		for _, tw := range twins {
+			st.build(tw + " " + st.name)
+		}
+	}
+	b.Advance(pastShort)
+	batch := func(twin string) []store.Entry {
+		es := make([]store.Entry, len(states))
+		for i, st := range states {
+			es[i] = call(twin+" "+st.name, `{}`)
+		}
+		return es
+	}
+	many, err := s.ClaimMany(ctx, "many", batch("many"), longLease, noOpts)
+	require.NoError(t, err)
+	hinted, err := s.ClaimMany(ctx, "many", batch("many hinted"), longLease, hint)
+	require.NoError(t, err)
+	require.Len(t, many, len(states))
+	require.Len(t, hinted, len(states))
+	for i, st := range states {
+		one, errOne := s.Claim(ctx, "many", call("one "+st.name, `{}`), longLease, noOpts)
+		requireSameDecision(t, st.name+" (ClaimMany)", one, errOne, many[i], many[i].Err)
+		requireSameDecision(t, st.name+" (ClaimMany, hinted)", one, errOne, hinted[i], hinted[i].Err)
+	}
+}
+
 // grantedClaimHandsBackTheStoredRecord: the record a granted claim hands
 // back is the record as stored, with or without store.WriteOptions.LikelyNew
 // (a store may build it from what it wrote rather than read it back): a

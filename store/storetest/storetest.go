@@ -108,6 +108,7 @@ var guarantees = []guarantee{
 	{"DurationsAtTheExtremesAreRefusedOrHonoured", testDurationsAtTheExtremesAreRefusedOrHonoured},
 	{"ClaimManyDecidesEachEntryAsClaim", testClaimManyDecidesEachEntryAsClaim},
 	{"ClaimHintDecidesTheSame", testClaimHintDecidesTheSame},
+	{"ClaimManyHintDecidesTheSame", testClaimManyHintDecidesTheSame},
 	{"GrantedClaimHandsBackTheStoredRecord", testGrantedClaimHandsBackTheStoredRecord},
 	{"NilContextIsRefused", testNilContextIsRefused},
 	{"ClaimIsSettledUnderACancelledContext", testClaimIsSettledUnderACancelledContext},

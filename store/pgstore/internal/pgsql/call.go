@@ -38,6 +38,28 @@ var claimReadSQL = `SELECT
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
 
+// claimReadManySQL is ClaimMany's first look for calls likely stored
+// (store.WriteOptions.LikelyNew unset: the executor's calls its process
+// has seen): one read of every key, as getManySQL reads them, so that a
+// turn whose calls are all stored is replayed by what a SELECT costs, not
+// by idem_claim_many's two index probes a key in PL/pgSQL (a turn of 8
+// stored calls cost 1.9 times the raw SELECT's CPU through it). decides is
+// claimReadSQL's, except that a pending record whose lease ended does not
+// decide whatever its fingerprint (the lapsed test needs each key's
+// fingerprint, which the read does not take): a pending record decides
+// while its lease lives, a completed one while it has not expired, a
+// released one never. The keys that do not decide (no row among them)
+// go to idem_claim_many, which decides them again.
+//
+// Parameters: $1 scope, $2 keys.
+const claimReadManySQL = `SELECT key,
+	CASE status WHEN 1 /* pending */ THEN lease_until > now()
+	            WHEN 2 /* completed */ THEN expires_at > now()
+	            ELSE false END AS decides,
+	` + RecordColumns + `
+FROM /* schema */idem_records
+WHERE scope = $1 AND key = ANY($2::bytea[])`
+
 // claimDecision is the decides and won columns of a claim's read of a
 // record (claimReadSQL, claimNewSQL), the call's fingerprint and the
 // Claim's nonce being the parameters fp and nonce.
