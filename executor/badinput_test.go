@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -460,4 +461,45 @@ func wrappedTwice(t *testing.T, mode Mode, local bool) {
 	replayed, err := inner.ForScope(testScope).Execute(ctx, call("audit", `{}`))
 	require.NoError(t, err)
 	require.True(t, replayed.Replayed, "the nested call was stored under its own key")
+}
+
+// A tool that asks its own executor for the very call it runs (a tool
+// calling itself through the executor, directly or under another executor
+// of the same store) is refused at once with a typed error naming the
+// call: run again directly it would recurse until the goroutine's stack
+// overflowed, a crash no caller can recover from; claimed again it would
+// wait for its own claim until MaxWait. The tool ran once.
+func TestAToolCallingItselfThroughItsExecutorIsRefusedNotRecursed(t *testing.T) {
+	t.Parallel()
+	bothModes(t, func(t *testing.T, mode Mode) {
+		mem, err := memstore.New(nil)
+		require.NoError(t, err)
+		st := newCountingStore(mem) // every replay a store call, as on pgstore
+		var (
+			runs  atomic.Int64
+			self  *Idempotent
+			other *Idempotent
+		)
+		tool := ExecutorFunc(func(ctx context.Context, c Call) (Result, error) {
+			if runs.Add(1) > 3 {
+				return Result{}, errors.New("the tool ran again")
+			}
+			return self.ForScope(testScope).Execute(ctx, c)
+		})
+		self, err = New(tool, st, &Config{Mode: mode, MaxWait: 200 * time.Millisecond})
+		require.NoError(t, err)
+		other, err = New(self.ForScope(testScope), st, &Config{Mode: mode, MaxWait: 200 * time.Millisecond})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for name, ex := range map[string]*Idempotent{"itself": self, "through another executor": other} {
+			runs.Store(0)
+			_, err := ex.ForScope(testScope).Execute(ctx, call("send_mail", fmt.Sprintf(`{"to":%q}`, name)))
+			var ie *contract.InputError
+			require.ErrorAs(t, err, &ie, name)
+			require.Equal(t, "call", ie.Field, name)
+			require.Contains(t, ie.Problem, "must not call itself", name)
+			require.Equal(t, int64(1), runs.Load(), "%s: the tool ran once", name)
+		}
+	})
 }

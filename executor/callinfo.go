@@ -61,14 +61,15 @@ func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
 type running struct {
 	info  CallInfo
 	st    store.CallStore
+	e     *Idempotent // the executor running it: asked again by it, the call re-entered itself
 	ended atomic.Bool // the tool's Execute (or Reconcile) returned
 }
 
 // withRunning returns the context a tool runs the call of info under, in
 // store st, and the run to mark ended when the tool returns: a context a
 // tool kept past its run then asks for the call the ordinary way.
-func withRunning(ctx context.Context, info CallInfo, st store.CallStore) (context.Context, *running) {
-	r := &running{info: info, st: st}
+func withRunning(ctx context.Context, info CallInfo, st store.CallStore, e *Idempotent) (context.Context, *running) {
+	r := &running{info: info, st: st, e: e}
 	return context.WithValue(ctx, callInfoKey{}, r), r
 }
 

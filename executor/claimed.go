@@ -23,7 +23,7 @@ import (
 // Reconcile that returned an error.
 func (s *Scoped) runClaimed(ctx context.Context, call Call, ent store.Entry, cr store.ClaimResult) (res Result, released bool, err error) {
 	e := s.e
-	tctx, run := withRunning(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver), e.st)
+	tctx, run := withRunning(ctx, s.callInfo(ent, cr.Claim, cr.TakenOver), e.st, e)
 	// However the call ends (a panic too), its context no longer runs it.
 	defer run.ended.Store(true)
 	tr := e.trace(ctx) // nil unless an Observer is set

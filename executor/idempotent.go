@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"time"
@@ -124,7 +125,8 @@ var _ Executor = (*Scoped)(nil)
 // for inside the tool's run of that very call, by an executor on the same
 // store and scope (an Idempotent whose tools are another Idempotent's
 // Scoped), runs its tool directly: the outer call holds the claim and
-// stores the outcome.
+// stores the outcome. Asked for by the executor that runs it (a tool
+// calling itself), it is refused with *contract.InputError (Field "call").
 //
 // Errors a caller may want to tell apart (ClassOf, Retryable):
 //   - store.ErrInvalidArguments, store.ErrTooLarge, store.ErrInvalidInput:
@@ -178,16 +180,24 @@ func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh 
 			return res, err
 		}
 	}
-	if s.runningHere(ctx, ent) {
-		// An executor wrapped around this one on the same store (or this
-		// one, through its tool) runs this very call, under its claim in
-		// ModeExclusive, and stores its outcome. Claiming or looking up
-		// again would find that claim in flight and wait for it (itself)
-		// until MaxWait, or find nothing and run the tool again for ever.
+	if r := s.runningHere(ctx, ent); r != nil {
+		// An executor wrapped around this one on the same store runs this
+		// very call, under its claim in ModeExclusive, and stores its
+		// outcome. Claiming or looking up again would find that claim in
+		// flight and wait for it (itself) until MaxWait, or find nothing
+		// and run the tool again for ever.
+		if r.e == s.e {
+			// This executor runs it already: its tool asked for the call
+			// it runs. Running the tool again would recurse until the
+			// stack overflowed.
+			return Result{}, errReentered(s.scope, ent)
+		}
+		tctx, run := withRunning(ctx, r.info, s.e.st, s.e)
+		defer run.ended.Store(true)
 		tr := s.e.trace(ctx) // nil unless an Observer is set
 		tr.toolStarted()
 		defer tr.toolEnded()
-		return s.e.inner.Execute(ctx, call)
+		return s.e.inner.Execute(tctx, call)
 	}
 	if s.e.cfg.Mode == ModeProbeThenStore {
 		return s.probeThenStore(ctx, call, ent)
@@ -195,17 +205,29 @@ func (s *Scoped) execute(ctx context.Context, call Call, ent store.Entry, fresh 
 	return s.exclusive(ctx, call, ent, fresh)
 }
 
-// runningHere reports whether ctx is the context of a tool still running
-// the call of ent, in this scope, for an executor on this executor's store.
-// Stores of a type that is not comparable are never taken for one: ==
-// on them would panic.
-func (s *Scoped) runningHere(ctx context.Context, ent store.Entry) bool {
+// runningHere returns the run of the call of ent, in this scope, by an
+// executor on this executor's store, when ctx is the context of a tool
+// still running it; nil otherwise. Stores of a type that is not comparable
+// are never taken for one: == on them would panic.
+func (s *Scoped) runningHere(ctx context.Context, ent store.Entry) *running {
 	r, ok := ctx.Value(callInfoKey{}).(*running)
 	if !ok || r.ended.Load() || r.info.Scope != s.scope || r.info.Key != ent.Key || r.info.Fingerprint != ent.Fingerprint {
-		return false
+		return nil
 	}
 	a, b := reflect.ValueOf(r.st), reflect.ValueOf(s.e.st)
-	return a.Type() == b.Type() && a.Comparable() && r.st == s.e.st
+	if a.Type() != b.Type() || !a.Comparable() || r.st != s.e.st {
+		return nil
+	}
+	return r
+}
+
+// errReentered is the error of a call its own tool asked for while it ran
+// (through the executor running it): a bad call, refused at once rather
+// than run again (a recursion without end) or waited for (its own claim,
+// until MaxWait).
+func errReentered(scope string, ent store.Entry) error {
+	return &contract.InputError{Field: "call", Problem: fmt.Sprintf(
+		"tool %q asked its own executor for the call it is running (scope %q, key %s): a tool must not call itself", ent.Tool, scope, ent.Key)}
 }
 
 // EntryOf returns a call's identity as the store sees it (key, fingerprint

@@ -38,7 +38,7 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	// No claim in this mode: Attempt 0, never taken over.
 	tr := e.trace(ctx) // nil unless an Observer is set
 	tr.toolStarted()
-	tctx, run := withRunning(ctx, s.callInfo(ent, store.Claim{}, false), e.st)
+	tctx, run := withRunning(ctx, s.callInfo(ent, store.Claim{}, false), e.st, e)
 	res, err := e.inner.Execute(tctx, call)
 	run.ended.Store(true) // the Put below is no longer the tool's run
 	tr.toolEnded()
