@@ -150,17 +150,20 @@ func (s *Scoped) settleUnknown(ctx, tctx context.Context, call Call, ent store.E
 // again would fail with a lost lease.
 func (s *Scoped) storeReconciled(ctx context.Context, ent store.Entry, c store.Claim, res Result) (Result, bool, error) {
 	if res.Stored {
-		res.Stored = s.completedUnder(ctx, ent, c)
+		res.Stored = s.e.completedUnder(ctx, s.scope, ent, c)
 	}
 	return s.finish(ctx, ent, c, res, nil)
 }
 
-// completedUnder reports whether the record of ent is completed under claim
-// c. A failed read says no: the Complete that follows then decides.
-func (s *Scoped) completedUnder(ctx context.Context, ent store.Entry, c store.Claim) bool {
-	wctx, cancel := s.e.writeContext(ctx)
+// completedUnder reports whether the record of ent in scope is completed
+// under claim c (its token, and ent's fingerprint): how the executor tells
+// an outcome stored under c by the tool's own transaction (CallInfo.Claim)
+// from anything else. The read survives ctx's cancellation and is bounded
+// by WriteTimeout; a failed read says no.
+func (e *Idempotent) completedUnder(ctx context.Context, scope string, ent store.Entry, c store.Claim) bool {
+	wctx, cancel := e.writeContext(ctx)
 	defer cancel()
-	rec, err := s.e.st.Get(wctx, s.scope, ent.Key)
+	rec, err := e.st.Get(wctx, scope, ent.Key)
 	return err == nil && rec.Token == c.Token && rec.Fingerprint == ent.Fingerprint
 }
 

@@ -39,6 +39,7 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	tr := e.trace(ctx) // nil unless an Observer is set
 	tr.toolStarted()
 	tctx, run := withRunning(ctx, s.callInfo(ent, store.Claim{}, false), e.st, e)
+	defer run.ended.Store(true) // a panicking tool's run ends too
 	res, err := e.inner.Execute(tctx, call)
 	run.ended.Store(true) // the Put below is no longer the tool's run
 	tr.toolEnded()

@@ -74,11 +74,13 @@ func (r *renewal) run(first <-chan time.Time, ticks <-chan time.Time) {
 		switch {
 		case err == nil:
 			r.claim = nc
-		case errors.Is(err, store.ErrLeaseLost) && r.completedHere():
+		case errors.Is(err, store.ErrLeaseLost) && e.completedUnder(r.ctx, r.scope, r.ent, r.claim):
 			// The tool stored the call's outcome under this very claim,
 			// in its own transaction (pgstore.TxTool), and the renewal
 			// landed on or behind that commit: the claim ended in
-			// success, not in a loss. Nothing is left to renew.
+			// success, not in a loss. Nothing is left to renew. (Both
+			// refuse a renewal with ErrLeaseLost; the read, detached from
+			// stop's cancellation, tells them apart.)
 			e.debug(r.ctx, "idemstore: renewal found the call completed under its claim", r.scope, r.ent)
 			return
 		case errors.Is(err, store.ErrLeaseLost):
@@ -92,21 +94,6 @@ func (r *renewal) run(first <-chan time.Time, ticks <-chan time.Time) {
 			e.warn(r.ctx, "idemstore: lease renewal failed, will retry", r.scope, r.ent, err)
 		}
 	}
-}
-
-// completedHere reports whether the call's record is completed under the
-// renewal's own claim (its token and fingerprint), which is how a renewal
-// tells a claim that its tool completed (CallInfo.Claim, in the tool's
-// transaction) from one another caller took over: both refuse a renewal
-// with ErrLeaseLost. The read is detached from stop's cancellation (a tool
-// returning just after its commit would cancel it, and the completion
-// would be warned about as a loss) and bounded by WriteTimeout; a failed
-// read says no, so that a loss it cannot rule out is still warned about.
-func (r *renewal) completedHere() bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.cfg.WriteTimeout)
-	defer cancel()
-	rec, err := r.e.st.Get(ctx, r.scope, r.ent.Key)
-	return err == nil && rec.Status == store.StatusCompleted && rec.Token == r.claim.Token && rec.Fingerprint == r.ent.Fingerprint
 }
 
 // stop ends the renewals, waits for them, and returns the latest claim and

@@ -21,8 +21,7 @@ var (
 	// ErrMalformedResponse: the endpoint answered 2xx with a body that is not
 	// a chat completion (not JSON, more data after the completion, no
 	// choices, a choice without a message, a key it reads given twice, two
-	// tool calls with one id, a tool call's id or name that is not UTF-8, a
-	// tool call's arguments with more data after their JSON value).
+	// tool calls with one id, a tool call's id or name that is not UTF-8).
 	// Transient: a proxy's error page or a truncated body says nothing about
 	// the next model.
 	ErrMalformedResponse = errors.New("openaimodel: malformed response")

@@ -183,9 +183,6 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 		if !ok {
 			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s arguments has the wrong type")
 		}
-		if at := afterValue(args); at >= 0 {
-			return agent.Response{}, m.malformed(sent, "tool call "+strconv.Itoa(i)+"'s arguments have more data after their JSON value, from byte "+strconv.Itoa(at))
-		}
 		call := executor.Call{
 			ProviderCallID: id, // the provider's call id: pairs the result, never keys it
 			Tool:           tc.Function.Name,
@@ -318,29 +315,6 @@ func arguments(field respjson.Field, decoded string) (args json.RawMessage, ok b
 		return json.RawMessage(raw), true
 	}
 	return nil, false
-}
-
-// afterValue returns the offset in args of what follows their first JSON
-// value, when more than white space does; else -1. Such arguments
-// ({"to":"a"}{"to":"b"}: calls run together, or a value with garbage after
-// it) are the one kind of invalid JSON that a reader stopping after the
-// first value (a json.Decoder, as the SDK reads bodies) takes for valid: a
-// tool reading them so would run a call the model did not make alone. They
-// are refused here, with the reply, as a body with data after the
-// completion is. Arguments that are not JSON at all are passed on: the
-// executor refuses them as a bad call, which the model is told about and
-// can correct, and nobody can read them as another call.
-func afterValue(args json.RawMessage) int {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	var v json.RawMessage
-	if dec.Decode(&v) != nil {
-		return -1
-	}
-	off := int(dec.InputOffset())
-	if len(bytes.TrimLeft(args[off:], " \t\r\n")) == 0 {
-		return -1
-	}
-	return off
 }
 
 // invalid is the permanent error of a request that cannot be sent.

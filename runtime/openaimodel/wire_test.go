@@ -240,37 +240,21 @@ func TestToolCallArgumentsSentAsAnObjectHaveTheKeyOfTheStringForm(t *testing.T) 
 }
 
 // Arguments holding a JSON value and more after it (two calls run
-// together, or a value with garbage after it) are the model's bad output,
-// which a reader stopping after the first value would take for a call the
-// model did not make alone: the reply is malformed, and no call comes out
-// of it. They were passed on as the call's arguments. White space after
-// the value is fine, and arguments that are not JSON at all are passed on
-// for the executor to refuse as a bad call the model is told about.
-func TestToolCallArgumentsWithDataAfterTheirJSONValueAreAMalformedResponse(t *testing.T) {
+// together, or a value with garbage after it) are passed on like any
+// other arguments that are not one JSON object: the key recipe refuses
+// them (store.ErrInvalidArguments) before any tool runs, a bad call the
+// model is told about and can correct. The adapter does not judge the
+// arguments a second time, by a rule of its own.
+func TestToolCallArgumentsWithDataAfterTheirJSONValueAreRefusedByTheKeyRecipe(t *testing.T) {
 	t.Parallel()
-	for _, args := range []string{`{"to":"a"}xyz`, `{"to":"a"} {"to":"b"}`, `{"to":"a"}{"to":"b"}`, ` {"to":"a"}` + "\n]"} {
-		b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", args))))
-		resp, err := b.ask(t)
-		e := modelError(t, err)
-		require.ErrorIs(t, err, openaimodel.ErrMalformedResponse, args)
-		require.True(t, e.Transient, args)
-		require.Contains(t, e.Message, "tool call 0's arguments have more data after their JSON value", args)
-		require.Empty(t, resp.ToolCalls, args)
-	}
-	for _, args := range []string{`{"to":"a"}` + " \t\r\n", `not json`, `{"to":`} {
+	for _, args := range []string{`{"to":"a"}xyz`, `{"to":"a"} {"to":"b"}`, `{"to":"a"}{"to":"b"}`, `not json`, `{"to":`} {
 		b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", args))))
 		resp, err := b.ask(t)
 		require.NoError(t, err, args)
 		require.Equal(t, []executor.Call{call("c1", "send_mail", args)}, resp.ToolCalls, args)
+		_, err = executor.EntryOf(resp.ToolCalls[0], store.Limits{})
+		require.ErrorIs(t, err, store.ErrInvalidArguments, args)
 	}
-
-	// Through the runtime: the tool never runs.
-	ab := setupAgent(t)
-	b := setup(t, openaitest.Script(openaitest.Calls(openaitest.Call("c1", "send_mail", `{"to":"a"}{"to":"b"}`))))
-	_, err := ab.run(t, ab.config(b.model))
-	require.ErrorIs(t, err, openaimodel.ErrMalformedResponse)
-	require.Zero(t, ab.sends.Load())
-	require.Empty(t, ab.stepsWith("send_mail"), "no call was reported, refused or run")
 }
 
 // A 2xx body holding a completion and more after it (two bodies run

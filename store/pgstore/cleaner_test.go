@@ -23,10 +23,7 @@ func TestCleanerStopsCleanly(t *testing.T) {
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
 	st := openStore(t, pool, schema, nil)
-	for i := range 25 {
-		_, _, err := st.Put(ctx, "old", entry(fmt.Sprint(i), `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
-		require.NoError(t, err)
-	}
+	putExpiring(ctx, t, st, 25)
 	live := entry("live", `{}`)
 	_, _, err := st.Put(ctx, "live", live, success("x"), store.WriteOptions{})
 	require.NoError(t, err)
@@ -74,10 +71,7 @@ func TestCleanerStopFromOnRemovedReturns(t *testing.T) {
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
 	st := openStore(t, pool, schema, nil)
-	for i := range 25 {
-		_, _, err := st.Put(ctx, "old", entry(fmt.Sprint(i), `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
-		require.NoError(t, err)
-	}
+	putExpiring(ctx, t, st, 25)
 	waitUntilExpired(ctx, t, pool, schema, 25)
 
 	var cl *pgstore.Cleaner
@@ -131,6 +125,16 @@ func TestCleanerRefusesAnIntervalBelowMinCleanInterval(t *testing.T) {
 	cl, err := pgstore.NewCleaner(st, pgstore.CleanerConfig{Interval: pgstore.MinCleanInterval})
 	require.NoError(t, err)
 	cl.Stop()
+}
+
+// putExpiring stores n records in scope "old", whose expiry is a
+// millisecond away (waitUntilExpired waits for it).
+func putExpiring(ctx context.Context, t *testing.T, st *pgstore.Store, n int) {
+	t.Helper()
+	for i := range n {
+		_, _, err := st.Put(ctx, "old", entry(fmt.Sprint(i), `{}`), success("x"), store.WriteOptions{ScopeTTL: time.Millisecond})
+		require.NoError(t, err)
+	}
 }
 
 // waitUntilExpired waits, on the database's clock, until n records have
