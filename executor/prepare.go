@@ -259,7 +259,10 @@ func (s *Scoped) lookUp(ctx context.Context, preps []Prepared, ents []store.Entr
 //
 // A ctx already done runs nothing: Run returns its error (matching
 // context.Canceled or context.DeadlineExceeded) and gives up the claim, as
-// Release would (in ModeProbeThenStore, a later Run looks up again).
+// Release would (in ModeProbeThenStore, a later Run looks up again). A nil
+// ctx is refused with an *InputError (Field "ctx") and runs nothing, but
+// keeps the claim: the Prepared can still be Run with a context, or
+// Released (TestNilContextIsRefusedWithATypedError).
 //
 // A Prepared that Prepare did not make (nil, or built by hand) has no
 // executor to run it with: Run refuses it with an *InputError and runs
