@@ -117,12 +117,16 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 // (a *store.LimitError naming MaxClaimBatch). An entry refused on its own (a
 // fingerprint mismatch, a result that does not open) gets its error in
 // ClaimResult.Err. With WriteOptions.LikelyNew (a turn with a call new to
-// the executor) the batch is one statement (idem_claim_many): one round
-// trip. Without it the keys are read first, and a batch whose records all
-// decide by themselves (a turn replayed) is answered by that read, as a
-// SELECT of the keys would be; the other entries are then claimed by
-// idem_claim_many, a second round trip. The claim draws one nonce, and is
-// sent again with it after a connection lost mid-statement, as Claim is.
+// the executor) the batch is one statement: on plain PostgreSQL a set
+// statement that reads the keys and inserts a pending record for each key
+// that has none (claimNewManySQL), on Citus idem_claim_many. Without it the
+// keys are read first, and a batch whose records all decide by themselves
+// (a turn replayed) is answered by that read, as a SELECT of the keys
+// would be. Either way the entries the first statement did not decide (a
+// record dead, lapsed or released, a key inserted meanwhile by another
+// turn) are then claimed by idem_claim_many, a second round trip. Each
+// statement draws one nonce, and is sent again with it after a connection
+// lost mid-statement, as Claim is.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
@@ -147,11 +151,23 @@ func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, l
 // read first (claimReadManySQL): a turn whose records all decide by
 // themselves (stored, claimed elsewhere, another call's) is answered by
 // that one read, and only the others are claimed, in a second round trip.
+// Hinted, on plain PostgreSQL, the first statement also inserts the keys
+// that have no record (claimNewManySQL); on Citus, and with ConfirmReads,
+// the batch goes to idem_claim_many at once.
 func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
-	if opts.LikelyNew || s.confirmReads {
+	var (
+		out  []store.ClaimResult
+		rest []int
+		err  error
+	)
+	switch {
+	case s.confirmReads, opts.LikelyNew && s.citus.distributed:
 		return s.claimManyNow(ctx, scope, es, lease, opts)
+	case opts.LikelyNew:
+		out, rest, err = s.claimNewMany(ctx, scope, es, lease, opts)
+	default:
+		out, rest, err = s.claimReadMany(ctx, scope, es)
 	}
-	out, rest, err := s.claimReadMany(ctx, scope, es)
 	if err != nil || len(rest) == 0 {
 		return out, err
 	}
@@ -222,6 +238,75 @@ func (s *Store) claimReadMany(ctx context.Context, scope string, es []store.Entr
 			// Not won: the read grants nothing. prior is the status read,
 			// as idem_claim_many gives a record that decides.
 			out[i] = s.decideClaim(scope, es[i], false, pgtype.Int2{Int16: r.rec.status, Valid: true}, &r.rec)
+		}
+	}
+	for i := range es {
+		if !decided[i] {
+			rest = append(rest, i)
+		}
+	}
+	return out, rest, nil
+}
+
+// claimNewMany is claimMany's one step for a turn likely new, on plain
+// PostgreSQL (claimNewManySQL): the results of the entries it inserted or
+// whose records decide by themselves, and the indexes (in es) of the
+// others, which idem_claim_many must claim.
+func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) (out []store.ClaimResult, rest []int, err error) {
+	keys := make([][]byte, len(es))
+	tools := make([]string, len(es))
+	fps := make([][]byte, len(es))
+	at := make(map[keyhash.Sum]int, len(es))
+	for i := range es {
+		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
+		at[es[i].Key] = i
+	}
+	nonce := newNonce()
+	type newRow struct {
+		key          []byte
+		decides, won bool
+		prior        pgtype.Int2
+		rec          recordScan
+	}
+	rows := make([]newRow, 0, len(es))
+	// Sent again whatever happened to the connection: the nonce makes a
+	// second run hand back what the first one granted.
+	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
+		rows = rows[:0]
+		res, err := conn.Query(ctx, s.sql.ClaimNewMany, scope, keys, tools, fps,
+			micros(lease), micros(opts.TTL(s.defaultTTL)), nonce, s.tokenSeq)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		for res.Next() {
+			rows = append(rows, newRow{})
+			r := &rows[len(rows)-1]
+			if err := res.Scan(append([]any{&r.key, &r.decides, &r.won, &r.prior}, r.rec.targets()...)...); err != nil {
+				return err
+			}
+		}
+		return res.Err()
+	})
+	if err != nil {
+		return nil, nil, s.translate("claim", err)
+	}
+	out = make([]store.ClaimResult, len(es))
+	decided := make([]bool, len(es))
+	for n := range rows {
+		r := &rows[n]
+		var k keyhash.Sum
+		i, ok := 0, len(r.key) == len(k)
+		if ok {
+			copy(k[:], r.key)
+			i, ok = at[k]
+		}
+		if !ok || decided[i] {
+			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
+		}
+		if r.decides {
+			decided[i] = true
+			out[i] = s.decideClaim(scope, es[i], r.won, r.prior, &r.rec)
 		}
 	}
 	for i := range es {

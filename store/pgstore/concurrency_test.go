@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,6 +132,64 @@ func TestConcurrentPutsFromSeveralPoolsStoreOnce(t *testing.T) {
 		require.EqualValues(t, 1, stored.Load(), "round %d: exactly one Put stores", round)
 		for _, r := range results {
 			require.Equal(t, results[0], r, "every caller sees the winner")
+		}
+	}
+}
+
+// Turns of new calls racing on the same keys (a model's calls retried by
+// several replicas at once), each hinted likely new and given the keys in
+// another order: every key is granted to exactly one turn, every other
+// turn finds it claimed, and none fails. The insert takes the keys in key
+// order, so two turns never wait for each other in a cycle: without the
+// order this test still passed, but took 14 s instead of 2, PostgreSQL
+// breaking each deadlock after deadlock_timeout and the store sending the
+// statement again.
+func TestRacingTurnsOfNewCallsGrantEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	stores := []*pgstore.Store{openStore(t, pool, schema, nil), openStore(t, newPool(t, nil), schema, nil)}
+	const turns, calls = 8, 8
+	for round := range 5 {
+		es := make([]store.Entry, calls)
+		for i := range es {
+			es[i] = entry(fmt.Sprintf("turn-%d-call-%d", round, i), `{}`)
+		}
+		granted := make([]atomic.Int32, calls)
+		var wg sync.WaitGroup
+		errs := make([]error, turns)
+		start := make(chan struct{})
+		for n := range turns {
+			order := append([]store.Entry(nil), es...)
+			if n%2 == 1 {
+				slices.Reverse(order)
+			}
+			wg.Go(func() {
+				<-start
+				res, err := stores[n%len(stores)].ClaimMany(ctx, "run", order, time.Minute, store.WriteOptions{LikelyNew: true})
+				if err != nil {
+					errs[n] = err
+					return
+				}
+				for i, r := range res {
+					switch {
+					case r.Err != nil:
+						errs[n] = r.Err
+					case r.State == store.ClaimGranted:
+						granted[slices.IndexFunc(es, func(e store.Entry) bool { return e.Key == order[i].Key })].Add(1)
+					case r.State != store.ClaimInFlight:
+						errs[n] = fmt.Errorf("call %d: state %v, want granted or in flight", i, r.State)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for n, err := range errs {
+			require.NoError(t, err, "round %d, turn %d", round, n)
+		}
+		for i := range granted {
+			require.EqualValues(t, 1, granted[i].Load(), "round %d: call %d granted to exactly one turn", round, i)
 		}
 	}
 }

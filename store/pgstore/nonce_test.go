@@ -50,30 +50,37 @@ func TestLostClaimReplyIsRecoveredByItsNonce(t *testing.T) {
 	require.Equal(t, []byte("done"), got.Outcome.Result)
 }
 
-// The same for a turn's batch: every claim ClaimMany was granted comes
-// back, and the entry that was already done is replayed.
+// The same for a turn's batch, hinted likely new (one set insert of the
+// keys) or not (a read, then idem_claim_many): every claim ClaimMany was
+// granted comes back, and the entry that was already done is replayed.
 func TestLostClaimManyReplyIsRecoveredByItsNonce(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	b := faultSetup(t, nil)
-	done := entry("done", `{}`)
-	c := mustClaim(ctx, t, b.direct, "run", done, time.Hour)
-	_, err := b.direct.Complete(ctx, c, success("earlier"))
-	require.NoError(t, err)
-	first, second := lostClaimEntry("first", "marker-lost-batch"), entry("second", `{}`)
+	for name, opts := range map[string]store.WriteOptions{"not hinted": {}, "likely new": {LikelyNew: true}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			b := faultSetup(t, nil)
+			done := entry("done", `{}`)
+			c := mustClaim(ctx, t, b.direct, "run", done, time.Hour)
+			_, err := b.direct.Complete(ctx, c, success("earlier"))
+			require.NoError(t, err)
+			first, second := lostClaimEntry("first", "marker-lost-batch"), entry("second", `{}`)
 
-	fired := b.proxy.arm("marker-lost-batch", dropReply, nil)
-	res, err := b.st.ClaimMany(ctx, "run", []store.Entry{first, done, second}, time.Hour, store.WriteOptions{})
-	waitFired(ctx, t, fired)
-	require.NoError(t, err)
-	require.Len(t, res, 3)
-	require.Equal(t, store.ClaimGranted, res[0].State)
-	require.Equal(t, store.ClaimCompleted, res[1].State)
-	require.Equal(t, []byte("earlier"), res[1].Record.Outcome.Result)
-	require.Equal(t, store.ClaimGranted, res[2].State)
-	for i, e := range []store.Entry{first, second} {
-		_, token, _ := b.readRow(ctx, t, "run", e)
-		require.Equal(t, token, res[2*i].Claim.Token)
-		require.Equal(t, 1, res[2*i].Claim.Attempt)
+			fired := b.proxy.arm("marker-lost-batch", dropReply, nil)
+			res, err := b.st.ClaimMany(ctx, "run", []store.Entry{first, done, second}, time.Hour, opts)
+			waitFired(ctx, t, fired)
+			require.NoError(t, err)
+			require.Len(t, res, 3)
+			require.Equal(t, store.ClaimGranted, res[0].State)
+			require.Equal(t, store.ClaimCompleted, res[1].State)
+			require.Equal(t, []byte("earlier"), res[1].Record.Outcome.Result)
+			require.Equal(t, store.ClaimGranted, res[2].State)
+			for i, e := range []store.Entry{first, second} {
+				_, token, _ := b.readRow(ctx, t, "run", e)
+				require.Equal(t, token, res[2*i].Claim.Token)
+				require.Equal(t, 1, res[2*i].Claim.Attempt)
+				require.False(t, res[2*i].TakenOver)
+			}
+		})
 	}
 }

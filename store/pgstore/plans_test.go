@@ -33,6 +33,9 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 		require.Equal(t, store.ClaimGranted, res.State)
 		_, err = st.Complete(ctx, res.Claim, success("done"))
 		require.NoError(t, err)
+		turn, err := st.ClaimMany(ctx, "turns", []store.Entry{e, entry(fmt.Sprintf("other-%d", i), `{}`)}, time.Hour, store.WriteOptions{LikelyNew: true})
+		require.NoError(t, err)
+		require.Equal(t, store.ClaimGranted, turn[0].State)
 	}
 	for range rounds {
 		for i := range calls {
@@ -67,6 +70,7 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 		runs int64
 	}{
 		{"ClaimNew", sql.ClaimNew, calls},
+		{"ClaimNewMany", sql.ClaimNewMany, calls},
 		{"CompleteLive", sql.CompleteLive, calls},
 		{"ClaimRead", sql.ClaimRead, calls * rounds},
 		{"ClaimReadMany", sql.ClaimReadMany, calls * rounds},

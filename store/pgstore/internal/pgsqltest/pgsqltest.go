@@ -61,6 +61,9 @@ func Args(name, schema string) ([]any, error) {
 	case "ClaimMany":
 		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
 			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
+	case "ClaimNewMany":
+		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
+			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce, pgx.Identifier{schema, "idem_token_seq"}.Sanitize()}, nil
 	case "Put":
 		return []any{Scope, Key, "send_mail", Fingerprint, int16(store.KindSuccess), int16(1), []byte("result"), ttl}, nil
 	case "Complete", "CompleteLive":
