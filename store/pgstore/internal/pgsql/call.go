@@ -15,12 +15,30 @@ const getSQL = `SELECT ` + RecordColumns + `
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2 AND status = 2 /* completed */ AND expires_at > now()`
 
-// getManySQL looks up several keys of one scope in one statement.
+// getManySQL looks up several keys of one scope in one statement, one
+// primary-key probe a key (keyProbes).
 //
 // Parameters: $1 scope, $2 keys.
-const getManySQL = `SELECT key, ` + RecordColumns + `
-FROM /* schema */idem_records
-WHERE scope = $1 AND key = ANY($2::bytea[]) AND status = 2 /* completed */ AND expires_at > now()`
+const getManySQL = `SELECT r.*
+FROM ` + keyProbes + ` (
+	SELECT key, ` + RecordColumns + `
+	FROM /* schema */idem_records
+	WHERE scope = $1 AND key = i.ik AND status = 2 /* completed */ AND expires_at > now()
+	OFFSET 0 -- a probe a key (keyProbes)
+) r`
+
+// keyProbes starts the FROM of a read of several keys ($2) of one scope
+// ($1) as one primary-key probe a key: a lateral subquery, fenced by
+// OFFSET 0, joined to the keys, which are read through a subquery. Written
+// `WHERE scope = $1 AND key = ANY($2)`, the read was planned as a scan of
+// all the scope's records, the keys a filter, whenever the table's
+// statistics knew the scope as rare, which a new run's scope always is (8
+// keys in a scope of 2,000 records: 6.9 ms against 0.18 ms), and so was a
+// join of the keys with the table; and with the array's length known, a
+// custom plan of fewer than 10 keys (the count the planner assumes for an
+// array parameter) always looked cheaper than the generic one, so the
+// statement was planned anew on every run.
+const keyProbes = `unnest((SELECT $2::bytea[])) AS i(ik) CROSS JOIN LATERAL`
 
 // claimReadSQL is Claim's first look, a primary-key read. decides: the
 // record answers by itself (a live completed record, a live claim, a record
@@ -52,13 +70,17 @@ WHERE scope = $1 AND key = $2`
 // go to idem_claim_many, which decides them again.
 //
 // Parameters: $1 scope, $2 keys.
-const claimReadManySQL = `SELECT key,
-	CASE status WHEN 1 /* pending */ THEN lease_until > now()
-	            WHEN 2 /* completed */ THEN expires_at > now()
-	            ELSE false END AS decides,
-	` + RecordColumns + `
-FROM /* schema */idem_records
-WHERE scope = $1 AND key = ANY($2::bytea[])`
+const claimReadManySQL = `SELECT r.*
+FROM ` + keyProbes + ` (
+	SELECT key,
+		CASE status WHEN 1 /* pending */ THEN lease_until > now()
+		            WHEN 2 /* completed */ THEN expires_at > now()
+		            ELSE false END AS decides,
+		` + RecordColumns + `
+	FROM /* schema */idem_records
+	WHERE scope = $1 AND key = i.ik
+	OFFSET 0 -- a probe a key (keyProbes)
+) r`
 
 // claimDecision is the decides and won columns of a claim's read of a
 // record (claimReadSQL, claimNewSQL), the call's fingerprint and the
@@ -144,11 +166,9 @@ SELECT * FROM existing`
 // new (store.WriteOptions.LikelyNew), on plain PostgreSQL: claimNewSQL for
 // every key at once. It reads the keys first (existing: claimReadSQL's
 // columns, each key's decision taken with its own fingerprint) with one
-// primary-key probe a key, kept apart by OFFSET 0 so that it is not
-// flattened into a join: PostgreSQL planned the keys' read (ANY($2), or a
-// join) as a scan of the scope's rows with the keys a filter whenever its
-// statistics knew the scope as rare, which a new run's scope always is; at
-// 1,800 records in the scope that read cost 1.4 ms. It inserts
+// primary-key probe a key, as keyProbes reads (the first form of this
+// statement, reading ANY($2), took 1.4 ms at 1,800 records in the scope).
+// It inserts
 // a pending record for each key that has none, in key order (two turns
 // sharing keys insert them in the same order, so one waits for the other
 // instead of deadlocking), under one scope row lock (claimNewSQL's). A set
@@ -156,11 +176,8 @@ SELECT * FROM existing`
 // idem_claim a key in PL/pgSQL: a turn of 8 new calls took 0.75 ms of
 // execution through the function, 0.24 ms through this statement, against
 // 0.14 ms for the raw INSERT of 8 rows (pg_stat_statements, cmd/benchpath
-// -cases turn-miss, 1 caller). The arrays are read through subqueries, so
-// that the planner counts them as it does in a generic plan: given their
-// lengths, a turn of fewer than 10 keys (the count it assumes for an array
-// parameter) always found a custom plan cheaper, and was planned anew on
-// every run. A row per key inserted (prior NULL) and per key read (prior
+// -cases turn-miss, 1 caller). The arrays are read through subqueries, as
+// in keyProbes, so that it runs on a generic plan. A row per key inserted (prior NULL) and per key read (prior
 // its status); a key with neither (a concurrent insert won the race) or
 // whose record does not decide goes to claimManySQL, which decides again.
 //
@@ -168,7 +185,7 @@ SELECT * FROM existing`
 // $5 lease (µs), $6 scope TTL (µs), $7 the ClaimMany's nonce, $8 the
 // schema's idem_token_seq, qualified and quoted (as claimNewSQL's).
 var claimNewManySQL = `WITH input AS (
-	-- The arrays in subqueries: planned without their lengths (see above).
+	-- The arrays in subqueries: planned without their lengths (keyProbes).
 	SELECT * FROM unnest((SELECT $2::bytea[]), (SELECT $3::text[]), (SELECT $4::bytea[])) AS i(ik, itool, ifp)
 ), existing AS MATERIALIZED (
 	SELECT r.*
@@ -179,7 +196,7 @@ var claimNewManySQL = `WITH input AS (
 			` + RecordColumns + `
 		FROM /* schema */idem_records
 		WHERE scope = $1 AND key = i.ik
-		OFFSET 0 -- a probe a key: see above
+		OFFSET 0 -- a probe a key (keyProbes)
 	) r
 ), ins AS (
 	INSERT INTO /* schema */idem_records AS r
