@@ -185,102 +185,57 @@ func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, l
 	return out, nil
 }
 
-// claimReadMany is claimMany's first look: the results of the entries
-// whose records decide by themselves, and the indexes (in es) of the
-// others, which must be claimed.
+// claimReadMany is claimMany's first look for calls likely stored
+// (claimReadManySQL): the results of the entries whose records decide by
+// themselves, and the indexes (in es) of the others, which must be
+// claimed.
 func (s *Store) claimReadMany(ctx context.Context, scope string, es []store.Entry) (out []store.ClaimResult, rest []int, err error) {
 	keys := make([][]byte, len(es))
-	at := make(map[keyhash.Sum]int, len(es))
 	for i := range es {
 		keys[i] = es[i].Key[:]
-		at[es[i].Key] = i
 	}
-	type readRow struct {
-		key     []byte
-		decides bool
-		rec     recordScan
-	}
-	rows := make([]readRow, 0, len(es))
-	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		rows = rows[:0]
-		res, err := conn.Query(ctx, s.sql.ClaimReadMany, scope, keys)
-		if err != nil {
-			return err
-		}
-		defer res.Close()
-		for res.Next() {
-			rows = append(rows, readRow{})
-			r := &rows[len(rows)-1]
-			if err := res.Scan(append([]any{&r.key, &r.decides}, r.rec.targets()...)...); err != nil {
-				return err
-			}
-		}
-		return res.Err()
-	})
-	if err != nil {
-		return nil, nil, s.translate("claim", err)
-	}
-	out = make([]store.ClaimResult, len(es))
-	decided := make([]bool, len(es))
-	for n := range rows {
-		r := &rows[n]
-		var k keyhash.Sum
-		i, ok := 0, len(r.key) == len(k)
-		if ok {
-			copy(k[:], r.key)
-			i, ok = at[k]
-		}
-		if !ok || decided[i] {
-			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
-		}
-		if r.decides {
-			decided[i] = true
-			// Not won: the read grants nothing. prior is the status read,
-			// as idem_claim_many gives a record that decides.
-			out[i] = s.decideClaim(scope, es[i], false, pgtype.Int2{Int16: r.rec.status, Valid: true}, &r.rec)
-		}
-	}
-	for i := range es {
-		if !decided[i] {
-			rest = append(rest, i)
-		}
-	}
-	return out, rest, nil
+	return s.firstLook(ctx, scope, es, s.sql.ClaimReadMany, scope, keys)
 }
 
 // claimNewMany is claimMany's one step for a turn likely new, on plain
 // PostgreSQL (claimNewManySQL): the results of the entries it inserted or
 // whose records decide by themselves, and the indexes (in es) of the
-// others, which idem_claim_many must claim.
+// others, which idem_claim_many must claim. Sent again whatever happened
+// to the connection: its nonce makes a second run hand back what the
+// first one granted.
 func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) (out []store.ClaimResult, rest []int, err error) {
 	keys := make([][]byte, len(es))
 	tools := make([]string, len(es))
 	fps := make([][]byte, len(es))
-	at := make(map[keyhash.Sum]int, len(es))
 	for i := range es {
 		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
-		at[es[i].Key] = i
 	}
-	nonce := newNonce()
-	type newRow struct {
+	return s.firstLook(ctx, scope, es, s.sql.ClaimNewMany, scope, keys, tools, fps,
+		micros(lease), micros(opts.TTL(s.defaultTTL)), newNonce(), s.tokenSeq)
+}
+
+// firstLook runs a batch's first statement, sql with args, whose rows are
+// (key, decides, won, prior, RecordColumns), at most one a key of es: the
+// results of the entries whose rows decide, and the indexes (in es) of
+// the others (no row, or one that does not decide), which idem_claim_many
+// must claim.
+func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, sql string, args ...any) (out []store.ClaimResult, rest []int, err error) {
+	type lookRow struct {
 		key          []byte
 		decides, won bool
 		prior        pgtype.Int2
 		rec          recordScan
 	}
-	rows := make([]newRow, 0, len(es))
-	// Sent again whatever happened to the connection: the nonce makes a
-	// second run hand back what the first one granted.
+	rows := make([]lookRow, 0, len(es))
 	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
 		rows = rows[:0]
-		res, err := conn.Query(ctx, s.sql.ClaimNewMany, scope, keys, tools, fps,
-			micros(lease), micros(opts.TTL(s.defaultTTL)), nonce, s.tokenSeq)
+		res, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
 		defer res.Close()
 		for res.Next() {
-			rows = append(rows, newRow{})
+			rows = append(rows, lookRow{})
 			r := &rows[len(rows)-1]
 			if err := res.Scan(append([]any{&r.key, &r.decides, &r.won, &r.prior}, r.rec.targets()...)...); err != nil {
 				return err
@@ -290,6 +245,10 @@ func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry
 	})
 	if err != nil {
 		return nil, nil, s.translate("claim", err)
+	}
+	at := make(map[keyhash.Sum]int, len(es))
+	for i := range es {
+		at[es[i].Key] = i
 	}
 	out = make([]store.ClaimResult, len(es))
 	decided := make([]bool, len(es))

@@ -67,7 +67,9 @@ WHERE scope = $1 AND key = $2`
 // fingerprint, which the read does not take): a pending record decides
 // while its lease lives, a completed one while it has not expired, a
 // released one never. The keys that do not decide (no row among them)
-// go to idem_claim_many, which decides them again.
+// go to idem_claim_many, which decides them again. won is false (a read
+// grants nothing) and prior the status read, as idem_claim_many gives a
+// record that decides: the columns of claimNewManySQL.
 //
 // Parameters: $1 scope, $2 keys.
 const claimReadManySQL = `SELECT r.*
@@ -76,6 +78,7 @@ FROM ` + keyProbes + ` (
 		CASE status WHEN 1 /* pending */ THEN lease_until > now()
 		            WHEN 2 /* completed */ THEN expires_at > now()
 		            ELSE false END AS decides,
+		false AS won, status AS prior,
 		` + RecordColumns + `
 	FROM /* schema */idem_records
 	WHERE scope = $1 AND key = i.ik
