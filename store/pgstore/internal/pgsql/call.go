@@ -142,17 +142,7 @@ var claimNewSQL = `WITH existing AS MATERIALIZED (
 	FROM /* schema */idem_records
 	WHERE scope = $1 AND key = $2
 ), ins AS (
-	INSERT INTO /* schema */idem_records AS r
-		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
-		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
-	SELECT $1, $2, 1 /* pending */, $3, $4,
-		nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
-		now(), now(),
-		COALESCE(
-			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
-			 WHERE sc.scope = $1 AND sc.expires_at > now() FOR SHARE),
-			/* schema */idem_scope_expiry($1, $6::bigint, now())),
-		now(), $7
+	` + insertPending("$2", "$3", "$4") + `
 	WHERE NOT EXISTS (SELECT FROM existing)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING token, lease_until, created_at, expires_at
@@ -164,6 +154,26 @@ SELECT true AS decides, true AS won,
 FROM ins
 UNION ALL
 SELECT * FROM existing`
+
+// insertPending is the INSERT of a pending record that claimNewSQL and
+// claimNewManySQL make, up to its FROM: the key, tool and fingerprint are
+// the expressions given, the other values their parameters ($1 scope, $5
+// lease (µs), $6 scope TTL (µs), $7 nonce, $8 idem_token_seq). The
+// record's expiry is its scope's, read under the scope row's lock (see
+// claimNewSQL).
+func insertPending(key, tool, fp string) string {
+	return `INSERT INTO /* schema */idem_records AS r
+		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
+		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
+	SELECT $1, ` + key + `, 1 /* pending */, ` + tool + `, ` + fp + `,
+		nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
+		now(), now(),
+		COALESCE(
+			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
+			 WHERE sc.scope = $1 AND sc.expires_at > now() FOR SHARE),
+			/* schema */idem_scope_expiry($1, $6::bigint, now())),
+		now(), $7`
+}
 
 // claimNewManySQL is ClaimMany's one step for a turn with a call likely
 // new (store.WriteOptions.LikelyNew), on plain PostgreSQL: claimNewSQL for
@@ -202,17 +212,7 @@ var claimNewManySQL = `WITH input AS (
 		OFFSET 0 -- a probe a key (keyProbes)
 	) r
 ), ins AS (
-	INSERT INTO /* schema */idem_records AS r
-		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
-		 created_at, updated_at, expires_at, claimed_at, claim_nonce)
-	SELECT $1, i.ik, 1 /* pending */, i.itool, i.ifp,
-		nextval($8::regclass), now() + $5::bigint * interval '1 microsecond', 1,
-		now(), now(),
-		COALESCE(
-			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
-			 WHERE sc.scope = $1 AND sc.expires_at > now() FOR SHARE),
-			/* schema */idem_scope_expiry($1, $6::bigint, now())),
-		now(), $7
+	` + insertPending("i.ik", "i.itool", "i.ifp") + `
 	FROM input i
 	WHERE NOT EXISTS (SELECT FROM existing e WHERE e.key = i.ik)
 	ORDER BY i.ik
