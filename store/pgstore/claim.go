@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -77,21 +78,32 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		decides, won bool
 		prior        pgtype.Int2
 		row          recordScan
+		look         lookColumns
 	)
 	nonce := newNonce()
 	ttl := micros(opts.TTL(s.defaultTTL))
 	// Sent again whatever happened to the connection: the nonce makes a
 	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		sql, args := s.sql.ClaimRead, []any{scope, e.Key[:], e.Fingerprint[:], nonce}
+		var (
+			err      error
+			inserted bool
+		)
 		if likelyNew {
 			// The insert of a new record, or the read (claimNewSQL).
-			sql, args = s.sql.ClaimNew, []any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq}
+			err = queryRow(ctx, conn, s.sql.ClaimNew,
+				[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq},
+				row.targets(&look.nonce, &look.now, &inserted)...)
+		} else {
+			err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
 		}
-		err := queryRow(ctx, conn, sql, args, append([]any{&decides, &won}, row.targets()...)...)
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}
+			decides, won = true, true // the row claimNewSQL inserted
+			if !inserted {
+				decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
+			}
 			if decides {
 				return nil
 			}
@@ -194,7 +206,7 @@ func (s *Store) claimReadMany(ctx context.Context, scope string, es []store.Entr
 	for i := range es {
 		keys[i] = es[i].Key[:]
 	}
-	return s.firstLook(ctx, scope, es, s.sql.ClaimReadMany, scope, keys)
+	return s.firstLook(ctx, scope, es, nil, s.sql.ClaimReadMany, scope, keys)
 }
 
 // claimNewMany is claimMany's one step for a turn likely new, on plain
@@ -210,21 +222,24 @@ func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry
 	for i := range es {
 		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
 	}
-	return s.firstLook(ctx, scope, es, s.sql.ClaimNewMany, scope, keys, tools, fps,
-		micros(lease), micros(opts.TTL(s.defaultTTL)), newNonce(), s.tokenSeq)
+	nonce := newNonce()
+	return s.firstLook(ctx, scope, es, nonce, s.sql.ClaimNewMany, scope, keys, tools, fps,
+		micros(lease), micros(opts.TTL(s.defaultTTL)), nonce, s.tokenSeq)
 }
 
 // firstLook runs a batch's first statement, sql with args, whose rows are
-// (key, decides, won, prior, RecordColumns), at most one a key of es: the
-// results of the entries whose rows decide, and the indexes (in es) of
-// the others (no row, or one that does not decide), which idem_claim_many
-// must claim.
-func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, sql string, args ...any) (out []store.ClaimResult, rest []int, err error) {
+// (key, prior, RecordColumns, claim nonce, clock, inserted), at most one
+// a key of es: the results of the entries whose rows decide (inserted, or
+// decided as after Claim's read, nonce being the statement's, nil for a
+// read), and the indexes (in es) of the others (no row, or one that does
+// not decide), which idem_claim_many must claim.
+func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, nonce []byte, sql string, args ...any) (out []store.ClaimResult, rest []int, err error) {
 	type lookRow struct {
-		key          []byte
-		decides, won bool
-		prior        pgtype.Int2
-		rec          recordScan
+		key      []byte
+		prior    pgtype.Int2
+		rec      recordScan
+		look     lookColumns
+		inserted bool
 	}
 	rows := make([]lookRow, 0, len(es))
 	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
@@ -237,7 +252,7 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, s
 		for res.Next() {
 			rows = append(rows, lookRow{})
 			r := &rows[len(rows)-1]
-			if err := res.Scan(append([]any{&r.key, &r.decides, &r.won, &r.prior}, r.rec.targets()...)...); err != nil {
+			if err := res.Scan(append([]any{&r.key, &r.prior}, r.rec.targets(&r.look.nonce, &r.look.now, &r.inserted)...)...); err != nil {
 				return err
 			}
 		}
@@ -263,9 +278,13 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, s
 		if !ok || decided[i] {
 			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
 		}
-		if r.decides {
+		decides, won := true, true // a row the statement inserted
+		if !r.inserted {
+			decides, won = r.rec.decideFirstLook(r.look, es[i].Fingerprint, nonce)
+		}
+		if decides {
 			decided[i] = true
-			out[i] = s.decideClaim(scope, es[i], r.won, r.prior, &r.rec)
+			out[i] = s.decideClaim(scope, es[i], won, r.prior, &r.rec)
 		}
 	}
 	for i := range es {
@@ -423,6 +442,32 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 	// the function lost, a record that changed since: the caller waits
 	// for it and claims again).
 	return store.ClaimResult{State: store.ClaimInFlight, Record: rec}
+}
+
+// lookColumns are the columns claimReadSQL returns after the record's: its
+// claim nonce (NULL when none) and the database's clock.
+type lookColumns struct {
+	nonce []byte
+	now   time.Time
+}
+
+// decideFirstLook applies to a record read by a claim's first look
+// (pgsql's claimReadSQL, claimNewSQL, claimReadManySQL, claimNewManySQL)
+// idem_claim's rule, with the database's clock: decides, the record answers the claim by itself (it is
+// not dead, lapsed or released); won, it is a pending record carrying the
+// Claim's nonce. A record is dead when its scope expired, unless it is a
+// claim whose lease still runs; lapsed when it is this call's claim (same
+// fingerprint) whose lease ended. A lapsed or released record, a dead one,
+// or none is claimed by idem_claim, which decides again under the row's
+// lock; storetest's ClaimManyHintDecidesTheSame holds the paths to one
+// rule.
+func (r *recordScan) decideFirstLook(look lookColumns, fp keyhash.Sum, nonce []byte) (decides, won bool) {
+	pending := store.Status(r.status) == store.StatusPending
+	leaseLive := pending && r.leaseUntil.Valid && r.leaseUntil.Time.After(look.now)
+	dead := !r.expiresAt.After(look.now) && !leaseLive
+	lapsed := pending && r.leaseUntil.Valid && !leaseLive && bytes.Equal(r.fingerprint, fp[:])
+	released := store.Status(r.status) == store.StatusReleased
+	return !(dead || lapsed || released), pending && len(nonce) > 0 && bytes.Equal(look.nonce, nonce)
 }
 
 // checkWrite checks what every record-creating write gets, before anything

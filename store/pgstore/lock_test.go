@@ -79,11 +79,11 @@ func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema
 	rows, err := tx.Query(ctx, pgsql.New(pgx.Identifier{schema}.Sanitize()).ClaimNew, args...)
 	require.NoError(t, err)
 	require.True(t, rows.Next())
-	row, err := rows.Values() // decides, won, the record
+	row, err := rows.Values() // the record, its nonce, the clock, inserted
 	require.NoError(t, err)
 	rows.Close()
 	require.NoError(t, rows.Err())
-	require.Equal(t, []any{true, true}, row[:2], "the sample call is new and claimed")
+	require.Equal(t, true, row[len(row)-1], "the sample call is new and claimed")
 	return tx
 }
 

@@ -86,11 +86,14 @@ type recordScan struct {
 	claimedAt   pgtype.Timestamptz
 }
 
-// targets returns pointers to the fields, in pgsql.RecordColumns order.
-func (r *recordScan) targets() []any {
-	return []any{&r.status, &r.tool, &r.fingerprint, &r.outcomeKind, &r.encoding, &r.result,
+// targets returns pointers to the fields, in pgsql.RecordColumns order,
+// then the targets of the columns after them (extra), in one slice.
+func (r *recordScan) targets(extra ...any) []any {
+	t := make([]any, 0, 14+len(extra))
+	t = append(t, &r.status, &r.tool, &r.fingerprint, &r.outcomeKind, &r.encoding, &r.result,
 		&r.token, &r.leaseUntil, &r.attempts, &r.createdAt, &r.updatedAt, &r.expiresAt,
-		&r.lastError, &r.claimedAt}
+		&r.lastError, &r.claimedAt)
+	return append(t, extra...)
 }
 
 // record builds the store.Record of a scanned row, its result (when

@@ -96,8 +96,9 @@ func TestDecodeValueCopiesBytes(t *testing.T) {
 	require.True(t, reflect.ValueOf(got).Pointer() != reflect.ValueOf(v).Pointer())
 }
 
-// A claim's read of a completed record (pgsql's claimReadSQL: decides,
-// won and RecordColumns) as it comes off the wire, and its scan targets.
+// A claim's read of a completed record (pgsql's claimReadSQL:
+// RecordColumns, the claim nonce and the clock) as it comes off the wire,
+// and its scan targets.
 func claimReadRow(b *testing.B) ([]pgconn.FieldDescription, [][]byte, func() []any) {
 	m := pgtype.NewMap()
 	now := time.Now()
@@ -105,12 +106,12 @@ func claimReadRow(b *testing.B) ([]pgconn.FieldDescription, [][]byte, func() []a
 		oid   uint32
 		value any
 	}{
-		{pgtype.BoolOID, true}, {pgtype.BoolOID, false},
 		{pgtype.Int2OID, int16(2)}, {pgtype.TextOID, "send_mail"}, {pgtype.ByteaOID, make([]byte, 32)},
 		{pgtype.Int2OID, int16(1)}, {pgtype.Int2OID, int16(1)}, {pgtype.ByteaOID, make([]byte, 1024)},
 		{pgtype.Int8OID, int64(42)}, {pgtype.TimestamptzOID, now}, {pgtype.Int4OID, int32(1)},
 		{pgtype.TimestamptzOID, now}, {pgtype.TimestamptzOID, now}, {pgtype.TimestamptzOID, now},
 		{pgtype.TextOID, nil}, {pgtype.TimestamptzOID, now},
+		{pgtype.ByteaOID, make([]byte, 16)}, {pgtype.TimestamptzOID, now},
 	}
 	fds := make([]pgconn.FieldDescription, len(cols))
 	vals := make([][]byte, len(cols))
@@ -127,9 +128,11 @@ func claimReadRow(b *testing.B) ([]pgconn.FieldDescription, [][]byte, func() []a
 		}
 	}
 	targets := func() []any {
-		var decides, won bool
-		var row recordScan
-		return append([]any{&decides, &won}, row.targets()...)
+		var (
+			row  recordScan
+			look lookColumns
+		)
+		return row.targets(&look.nonce, &look.now)
 	}
 	return fds, vals, targets
 }

@@ -48,12 +48,10 @@ func Args(name, schema string) ([]any, error) {
 	)
 	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
 	switch name {
-	case "Get", "Read", "ConfirmedGet", "ConfirmedRead":
+	case "Get", "Read", "ConfirmedGet", "ConfirmedRead", "ClaimRead", "ConfirmedClaimRead":
 		return []any{Scope, Key}, nil
 	case "GetMany", "ConfirmedGetMany", "ClaimReadMany":
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
-	case "ClaimRead", "ConfirmedClaimRead":
-		return []any{Scope, Key, Fingerprint, Nonce}, nil
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
 	case "ClaimNew":
