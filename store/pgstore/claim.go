@@ -75,10 +75,10 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		return rs[0], rs[0].Err
 	}
 	var (
-		decides, won bool
-		prior        pgtype.Int2
-		row          recordScan
-		look         lookColumns
+		won   bool
+		prior pgtype.Int2
+		row   recordScan
+		look  lookColumns
 	)
 	nonce := newNonce()
 	ttl := micros(opts.TTL(s.defaultTTL))
@@ -100,7 +100,8 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}
-			decides, won = true, true // the row claimNewSQL inserted
+			decides := true
+			won = true // the row claimNewSQL inserted
 			if !inserted {
 				decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
 			}
@@ -216,12 +217,7 @@ func (s *Store) claimReadMany(ctx context.Context, scope string, es []store.Entr
 // to the connection: its nonce makes a second run hand back what the
 // first one granted.
 func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) (out []store.ClaimResult, rest []int, err error) {
-	keys := make([][]byte, len(es))
-	tools := make([]string, len(es))
-	fps := make([][]byte, len(es))
-	for i := range es {
-		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
-	}
+	keys, tools, fps := entryArrays(es)
 	nonce := newNonce()
 	return s.firstLook(ctx, scope, es, nonce, s.sql.ClaimNewMany, scope, keys, tools, fps,
 		micros(lease), micros(opts.TTL(s.defaultTTL)), nonce, s.tokenSeq)
@@ -295,14 +291,21 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, n
 	return out, rest, nil
 }
 
-// claimManyNow claims entries with idem_claim_many, in one statement.
-func (s *Store) claimManyNow(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
-	keys := make([][]byte, len(es))
-	tools := make([]string, len(es))
-	fps := make([][]byte, len(es))
+// entryArrays returns the keys, tools and fingerprints of es, in order:
+// the array parameters of a batch's claim statements.
+func entryArrays(es []store.Entry) (keys [][]byte, tools []string, fps [][]byte) {
+	keys = make([][]byte, len(es))
+	tools = make([]string, len(es))
+	fps = make([][]byte, len(es))
 	for i := range es {
 		keys[i], tools[i], fps[i] = es[i].Key[:], es[i].Tool, es[i].Fingerprint[:]
 	}
+	return keys, tools, fps
+}
+
+// claimManyNow claims entries with idem_claim_many, in one statement.
+func (s *Store) claimManyNow(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
+	keys, tools, fps := entryArrays(es)
 	nonce := newNonce()
 	type claimRow struct {
 		key   []byte
