@@ -85,26 +85,20 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	// Sent again whatever happened to the connection: the nonce makes a
 	// second run hand back what the first one granted.
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
-		var (
-			err      error
-			inserted bool
-		)
+		var err error
 		if likelyNew {
 			// The insert of a new record, or the read (claimNewSQL).
 			err = queryRow(ctx, conn, s.sql.ClaimNew,
 				[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq},
-				row.targets(&look.nonce, &look.now, &inserted)...)
+				row.targets(&look.nonce, &look.now, &look.inserted)...)
 		} else {
 			err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
 		}
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}
-			decides := true
-			won = true // the row claimNewSQL inserted
-			if !inserted {
-				decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
-			}
+			var decides bool
+			decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
 			if decides {
 				return nil
 			}
@@ -231,11 +225,10 @@ func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry
 // not decide), which idem_claim_many must claim.
 func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, nonce []byte, sql string, args ...any) (out []store.ClaimResult, rest []int, err error) {
 	type lookRow struct {
-		key      []byte
-		prior    pgtype.Int2
-		rec      recordScan
-		look     lookColumns
-		inserted bool
+		key   []byte
+		prior pgtype.Int2
+		rec   recordScan
+		look  lookColumns
 	}
 	rows := make([]lookRow, 0, len(es))
 	err = s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
@@ -248,7 +241,7 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, n
 		for res.Next() {
 			rows = append(rows, lookRow{})
 			r := &rows[len(rows)-1]
-			if err := res.Scan(append([]any{&r.key, &r.prior}, r.rec.targets(&r.look.nonce, &r.look.now, &r.inserted)...)...); err != nil {
+			if err := res.Scan(append([]any{&r.key, &r.prior}, r.rec.targets(&r.look.nonce, &r.look.now, &r.look.inserted)...)...); err != nil {
 				return err
 			}
 		}
@@ -274,11 +267,7 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, n
 		if !ok || decided[i] {
 			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
 		}
-		decides, won := true, true // a row the statement inserted
-		if !r.inserted {
-			decides, won = r.rec.decideFirstLook(r.look, es[i].Fingerprint, nonce)
-		}
-		if decides {
+		if decides, won := r.rec.decideFirstLook(r.look, es[i].Fingerprint, nonce); decides {
 			decided[i] = true
 			out[i] = s.decideClaim(scope, es[i], won, r.prior, &r.rec)
 		}
@@ -447,24 +436,31 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 	return store.ClaimResult{State: store.ClaimInFlight, Record: rec}
 }
 
-// lookColumns are the columns claimReadSQL returns after the record's: its
-// claim nonce (NULL when none) and the database's clock.
+// lookColumns are the columns a claim's first look returns after the
+// record's (pgsql's claimReadSQL, claimNewSQL, claimReadManySQL,
+// claimNewManySQL): the record's claim nonce (NULL when none), the
+// database's clock, and whether the statement inserted the record (the
+// reads never do).
 type lookColumns struct {
-	nonce []byte
-	now   time.Time
+	nonce    []byte
+	now      time.Time
+	inserted bool
 }
 
-// decideFirstLook applies to a record read by a claim's first look
-// (pgsql's claimReadSQL, claimNewSQL, claimReadManySQL, claimNewManySQL)
-// idem_claim's rule, with the database's clock: decides, the record answers the claim by itself (it is
-// not dead, lapsed or released); won, it is a pending record carrying the
-// Claim's nonce. A record is dead when its scope expired, unless it is a
-// claim whose lease still runs; lapsed when it is this call's claim (same
-// fingerprint) whose lease ended. A lapsed or released record, a dead one,
-// or none is claimed by idem_claim, which decides again under the row's
-// lock; storetest's ClaimManyHintDecidesTheSame holds the paths to one
-// rule.
+// decideFirstLook decides a claim from its first look at a record, by
+// idem_claim's rule and the database's clock. decides: the record answers
+// the claim by itself (one the statement inserted, or one not dead, lapsed
+// or released); won: the claim holds it (inserted, or a pending record
+// carrying the Claim's nonce; a read passes no nonce and wins nothing). A
+// record is dead when its scope expired, unless it is a claim whose lease
+// still runs; lapsed when it is this call's claim (same fingerprint) whose
+// lease ended. A record that does not decide is claimed by idem_claim,
+// which decides again under the row's lock.
+// TestFirstLookDecidesByIdemClaimsRule holds this rule to idem_claim's SQL.
 func (r *recordScan) decideFirstLook(look lookColumns, fp keyhash.Sum, nonce []byte) (decides, won bool) {
+	if look.inserted {
+		return true, true
+	}
 	pending := store.Status(r.status) == store.StatusPending
 	leaseLive := pending && r.leaseUntil.Valid && r.leaseUntil.Time.After(look.now)
 	dead := !r.expiresAt.After(look.now) && !leaseLive

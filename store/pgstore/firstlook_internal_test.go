@@ -28,7 +28,7 @@ const idemClaimDecides = `NOT ((expires_at <= now() AND NOT (status = 1 AND leas
 // the row's lock: for every kind of record a claim can meet, at the
 // boundaries too (a lease or a scope ending at the very time of the read),
 // the two agree. A read with no nonce (ClaimMany's for stored calls) wins
-// nothing.
+// nothing; a row the statement inserted is the claim's.
 func TestFirstLookDecidesByIdemClaimsRule(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -101,5 +101,8 @@ func TestFirstLookDecidesByIdemClaimsRule(t *testing.T) {
 		require.Equal(t, [2]bool{wantDecides, wantW}, [2]bool{decides, won}, "%s: decides, won", c.name)
 		_, won = row.decideFirstLook(look, fp, nil)
 		require.False(t, won, "%s: a read without a nonce wins nothing", c.name)
+		look.inserted = true
+		decides, won = row.decideFirstLook(look, fp, nonce)
+		require.True(t, decides && won, "%s: a row the statement inserted is the claim's", c.name)
 	}
 }

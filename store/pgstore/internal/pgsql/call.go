@@ -166,8 +166,7 @@ func insertPending(key, tool, fp string) string {
 // columns, each key decided by the store with its own fingerprint) with one
 // primary-key probe a key, as keyProbes reads (the first form of this
 // statement, reading ANY($2), took 1.4 ms at 1,800 records in the scope).
-// It inserts
-// a pending record for each key that has none, in key order (two turns
+// It inserts a pending record for each key that has none, in key order (two turns
 // sharing keys insert them in the same order, so one waits for the other
 // instead of deadlocking), under one scope row lock (claimNewSQL's). A set
 // statement, not idem_claim_many's loop of two index probes and an
@@ -178,8 +177,8 @@ func insertPending(key, tool, fp string) string {
 // in keyProbes, so that it runs on a generic plan. A row per key inserted
 // (prior NULL, inserted) and per key read (prior its status, decided as
 // claimNewSQL's existing row is); a key with neither (a concurrent insert
-// won the race) or
-// whose record does not decide goes to claimManySQL, which decides again.
+// won the race) or whose record does not decide goes to claimManySQL,
+// which decides again.
 //
 // Parameters: $1 scope, $2 keys, $3 tools, $4 fingerprints (one per key),
 // $5 lease (µs), $6 scope TTL (µs), $7 the ClaimMany's nonce, $8 the
