@@ -12,14 +12,14 @@ const newnessMax = 8
 // hint saves its miss a round trip. But after a restart, or when a model's
 // retry lands on another replica, the calls this process has not seen are
 // stored already, and there the hinted claim costs a replay more than a
-// plain read (on pgstore it plans an insert it does not make: 0.229
-// against 0.176 ms a replay, pgbench, 8 clients). So the executor keeps a
+// plain read (on pgstore a second statement: the insert finds the key
+// taken, then the read decides). So the executor keeps a
 // score of what the first claims of its unseen calls found: +1 for a claim
 // granted on no record, -1 for a record (stored, claimed elsewhere, or one
 // taken over, which the hinted statement reads and then claims anyway),
 // within ±newnessMax, and hints while the score is not negative. A wrong
-// guess costs one call a round trip (an unhinted miss) or a heavier read
-// (a hinted replay), never a different decision: the hint changes none
+// guess costs one call a round trip (an unhinted miss, or a hinted
+// replay), never a different decision: the hint changes none
 // (storetest's ClaimHintDecidesTheSame).
 type newness struct {
 	score atomic.Int32

@@ -158,9 +158,8 @@ type WriteOptions struct {
 	// one of the calls) before (the executor sets it when the call's key was
 	// not in its key cache), so the claim will most likely find no record. A
 	// store whose claim first reads (so that a replay costs a plain read)
-	// may then read and claim in one step instead, which saves a miss a
-	// round trip and costs a replay a little (pgstore). Other writes ignore
-	// it.
+	// may then try the insert first instead, which saves a miss a round
+	// trip and costs a replay one (pgstore). Other writes ignore it.
 	LikelyNew bool
 }
 

@@ -42,9 +42,12 @@ func newNonce() []byte {
 // itself (measured: a claim function that reads first costs a replay a
 // fifth more than a SELECT). With WriteOptions.LikelyNew (the executor's
 // calls new to its process) the first statement is claimNewSQL instead,
-// which inserts the pending record when the key has none and is otherwise
-// the same read: a new call is claimed in one round trip, at the cost of an
-// INSERT (on fast disks the read was a third of a miss). On Citus it is
+// which inserts the pending record when the key has none: a new call is
+// claimed in one round trip, at the cost of an INSERT (on fast disks the
+// read was a third of a miss). A key it finds taken (a wrong hint, or its
+// own grant whose reply was lost) is read next, and decided as above: a
+// round trip more for a wrong hint, which the executor's hints make rare.
+// On Citus it is
 // idem_claim_many of one key, delegated to the scope's worker; with
 // ConfirmReads the hint is ignored (the read must wait for the standby).
 //
@@ -87,13 +90,21 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	err := s.do(ctx, "claim", rerunAlways, func(conn *pgxpool.Conn) error {
 		var err error
 		if likelyNew {
-			// The insert of a new record, or the read (claimNewSQL).
+			// The insert of a new record (claimNewSQL); no row: the key
+			// has a record, which the read decides from.
 			err = queryRow(ctx, conn, s.sql.ClaimNew,
 				[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq},
-				row.targets(&look.nonce, &look.now, &look.inserted)...)
-		} else {
-			err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
+				&row.token, &row.leaseUntil, &row.createdAt, &row.expiresAt)
+			if err == nil {
+				row.setInserted(e)
+				prior, won = pgtype.Int2{}, true
+				return nil
+			}
+			if !isNoRows(err) {
+				return err
+			}
 		}
+		err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
 		switch {
 		case err == nil:
 			prior = pgtype.Int2{Int16: row.status, Valid: true}

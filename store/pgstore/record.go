@@ -86,6 +86,18 @@ type recordScan struct {
 	claimedAt   pgtype.Timestamptz
 }
 
+// setInserted completes a row whose token, lease's end, creation time and
+// expiry an insert of e's pending record returned (claimNewSQL): the rest
+// is what that insert wrote.
+func (r *recordScan) setInserted(e store.Entry) {
+	*r = recordScan{
+		status: int16(store.StatusPending), tool: e.Tool, fingerprint: e.Fingerprint[:],
+		token: r.token, leaseUntil: r.leaseUntil, attempts: 1,
+		createdAt: r.createdAt, updatedAt: r.createdAt, expiresAt: r.expiresAt,
+		claimedAt: pgtype.Timestamptz{Time: r.createdAt, Valid: true},
+	}
+}
+
 // targets returns pointers to the fields, in pgsql.RecordColumns order,
 // then the targets of the columns after them (extra), in one slice.
 func (r *recordScan) targets(extra ...any) []any {

@@ -84,25 +84,24 @@ FROM ` + keyProbes + ` (
 // claimNewSQL is Claim's first step for a call that is likely new
 // (store.WriteOptions.LikelyNew), on plain PostgreSQL: it inserts the
 // pending record when the key has none, as idem_claim's INSERT does, and
-// otherwise is claimReadSQL. A plain statement, not a function call, so
-// that a miss costs what an INSERT costs (idem_claim_many of one key, the
-// function, cost 40 % more). The inserted row comes back marked inserted
-// (the claim is granted), built from what the INSERT returns (what the
-// database decided: token, lease's end, time, expiry) and what it wrote:
-// returning all of its columns cost a miss 3 % more. An existing row comes
-// back as claimReadSQL returns it, for the store to decide from as it
-// decides after that read, in the same round trip: a call another process
-// stored is replayed by one statement, not two (1.15 against 2 times a
-// read). No row at all (a concurrent insert of the same key won the race):
-// claimSQL decides, as after a read that found none. The statement reads
-// the key first (existing, claimReadSQL's columns) and inserts only when
-// that found nothing: one index probe for a replay, as for the gate it
-// replaces (the insert used to probe the key in its own NOT EXISTS and the
-// read a second time after it: a replay of a stored call this process had
-// not seen cost 14.2 µs of execution against 11.0, a miss the same, pgbench
-// at 8 clients). So a replay writes nothing and locks nothing (no token
-// drawn, no scope lock), and a new call's claim probes the key once before
-// its insert. The scope's expiry is read only when the insert is made.
+// returns what the database decided for it (token, lease's end, time,
+// expiry); the store knows the rest, which it wrote. No row: the key has a
+// record (the hint was wrong, a concurrent insert of the same key won the
+// race, or a first run of this very statement committed and its reply was
+// lost), and the store reads it (claimReadSQL) and decides as after any
+// first look. A plain statement, not a function call, so that a miss costs
+// what an INSERT costs (idem_claim_many of one key, the function, cost 40 %
+// more); and a plain INSERT, not the INSERT and a read of the existing row
+// in one statement through CTEs, which answered a wrongly hinted call in
+// one round trip but cost every new call's miss 4.6 % more (954 against
+// 910 µs of machine CPU for the claim and its completion, 776 for the raw
+// INSERT and UPDATE, statements alone, 8 callers, 20 rounds in rotation):
+// wrong hints are few (the executor's newness score turns the hint off
+// after a few), new calls are most. The key is probed (NOT EXISTS) before
+// the insert: a call already stored draws no token and locks no scope row,
+// and so writes nothing (without the probe, ON CONFLICT finds the
+// conflict only after the row to insert, its token and the scope's lock,
+// is made).
 // A live scope's row is read FOR SHARE, as idem_scope_expiry does, in a
 // subquery: the lock orders the claim with ExtendScope and DeleteScope
 // (which update or delete the row), and a row changed while the claim
@@ -122,23 +121,10 @@ FROM ` + keyProbes + ` (
 // $6 scope TTL (µs), $7 the Claim's nonce, $8 the schema's idem_token_seq,
 // qualified and quoted (a parameter: the schema marker is a comment, which
 // a string literal would keep, and the statement must run as written).
-var claimNewSQL = `WITH existing AS MATERIALIZED (
-	SELECT ` + RecordColumns + `, claim_nonce, now(), false AS inserted
-	FROM /* schema */idem_records
-	WHERE scope = $1 AND key = $2
-), ins AS (
-	` + insertPending("$2", "$3", "$4") + `
-	WHERE NOT EXISTS (SELECT FROM existing)
+var claimNewSQL = insertPending("$2", "$3", "$4") + `
+	WHERE NOT EXISTS (SELECT FROM /* schema */idem_records WHERE scope = $1 AND key = $2)
 	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING token, lease_until, created_at, expires_at
-)
-SELECT -- RecordColumns of the row inserted, its nonce, the clock:
-	1::smallint /* pending */, $3::text, $4::bytea, NULL::smallint, NULL::smallint, NULL::bytea,
-	token, lease_until, 1, created_at, created_at, expires_at, NULL::text, created_at,
-	$7::bytea, now(), true AS inserted
-FROM ins
-UNION ALL
-SELECT * FROM existing`
+	RETURNING token, lease_until, created_at, expires_at`
 
 // insertPending is the INSERT of a pending record that claimNewSQL and
 // claimNewManySQL make, up to its FROM: the key, tool and fingerprint are
@@ -161,8 +147,10 @@ func insertPending(key, tool, fp string) string {
 }
 
 // claimNewManySQL is ClaimMany's one step for a turn with a call likely
-// new (store.WriteOptions.LikelyNew), on plain PostgreSQL: claimNewSQL for
-// every key at once. It reads the keys first (existing: claimReadManySQL's
+// new (store.WriteOptions.LikelyNew), on plain PostgreSQL: claimNewSQL's
+// insert for every key at once, and, unlike claimNewSQL, the read of the
+// keys that have a record in the same statement (not measured against
+// a plain insert for turns: the batch kept its one round trip). It reads the keys first (existing: claimReadManySQL's
 // columns, each key decided by the store with its own fingerprint) with one
 // primary-key probe a key, as keyProbes reads (the first form of this
 // statement, reading ANY($2), took 1.4 ms at 1,800 records in the scope).
@@ -176,7 +164,7 @@ func insertPending(key, tool, fp string) string {
 // -cases turn-miss, 1 caller). The arrays are read through subqueries, as
 // in keyProbes, so that it runs on a generic plan. A row per key inserted
 // (prior NULL, inserted) and per key read (prior its status, decided as
-// claimNewSQL's existing row is); a key with neither (a concurrent insert
+// after claimReadSQL); a key with neither (a concurrent insert
 // won the race) or whose record does not decide goes to claimManySQL,
 // which decides again.
 //
