@@ -58,7 +58,10 @@ type CallStore interface {
 	// holds another call: ErrFingerprintMismatch) gets that error in its
 	// ClaimResult.Err and changes nothing; the others are still claimed.
 	// Bad input in any entry refuses the whole batch before anything is
-	// written. Entries must have distinct keys.
+	// written. Entries must have distinct keys. A store that claims in
+	// more than one step and fails after granting claims returns the
+	// granted ones and the failure in the other entries' Err, never drops
+	// a claim it holds.
 	ClaimMany(ctx context.Context, scope string, es []Entry, lease time.Duration, opts WriteOptions) ([]ClaimResult, error)
 
 	// Wait blocks until the pending record of key in scope with the given

@@ -144,7 +144,10 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 // record dead, lapsed or released, a key inserted meanwhile by another
 // turn) are then claimed by idem_claim_many, a second round trip. Each
 // statement draws one nonce, and is sent again with it after a connection
-// lost mid-statement, as Claim is.
+// lost mid-statement, as Claim is. When the second statement fails after
+// the first granted claims, the granted entries are returned as granted
+// and the others carry the failure in their ClaimResult.Err: a claim the
+// database holds is never dropped.
 func (s *Store) ClaimMany(ctx context.Context, scope string, es []store.Entry, lease time.Duration, opts store.WriteOptions) ([]store.ClaimResult, error) {
 	if err := s.checkWrite(ctx, scope, opts, es...); err != nil {
 		return nil, err
@@ -195,10 +198,31 @@ func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, l
 	}
 	claimed, err := s.claimManyNow(ctx, scope, undecided, lease, opts)
 	if err != nil {
-		return nil, err
+		return failRest(out, rest, err)
 	}
 	for j, i := range rest {
 		out[i] = claimed[j]
+	}
+	return out, nil
+}
+
+// failRest ends a batch whose second statement failed with err: the
+// entries that statement was to claim (rest) carry err, and the batch is
+// returned, unless the first statement granted no claim, when err is the
+// batch's, as a first statement's failure is. A granted claim is so never
+// dropped by the failure of another entry's statement: dropped, it would
+// be held until its lease ended, and the call's next claim would wait for
+// it.
+func failRest(out []store.ClaimResult, rest []int, err error) ([]store.ClaimResult, error) {
+	granted := false
+	for i := range out {
+		granted = granted || (out[i].Err == nil && out[i].State == store.ClaimGranted)
+	}
+	if !granted {
+		return nil, err
+	}
+	for _, i := range rest {
+		out[i] = store.ClaimResult{Err: err}
 	}
 	return out, nil
 }
