@@ -472,10 +472,10 @@ func (s *Store) decideClaim(scope string, e store.Entry, won bool, prior pgtype.
 }
 
 // lookColumns are the columns a claim's first look returns after the
-// record's (pgsql's claimReadSQL, claimNewSQL, claimReadManySQL,
-// claimNewManySQL): the record's claim nonce (NULL when none), the
-// database's clock, and whether the statement inserted the record (the
-// reads never do).
+// record's (pgsql's claimReadSQL, claimReadManySQL, claimNewManySQL): the
+// record's claim nonce (NULL when none), the database's clock, and whether
+// the statement inserted the record (the reads never do; claimNewSQL
+// returns only what its insert decided, see recordScan.setInserted).
 type lookColumns struct {
 	nonce    []byte
 	now      time.Time
