@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -20,34 +21,42 @@ func lostClaimEntry(id, marker string) store.Entry {
 // connection died between the commit and the reply) is sent again with the
 // same nonce, and gets the claim it was granted: not "in flight" until its
 // own lease ends. Another Claim of the call (another nonce) still finds it
-// in flight, and the recovered claim completes.
+// in flight, and the recovered claim completes. Hinted likely new, the
+// statement lost is the insert: sent again, it finds the key taken, and the
+// read that follows hands back the claim by its nonce.
 func TestLostClaimReplyIsRecoveredByItsNonce(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	b := faultSetup(t, nil)
-	e := lostClaimEntry("id", "marker-lost-claim")
+	for name, opts := range map[string]store.WriteOptions{"not hinted": {}, "likely new": {LikelyNew: true}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			b := faultSetup(t, nil)
+			marker := "marker-lost-claim-" + strings.ReplaceAll(name, " ", "-")
+			e := lostClaimEntry("id", marker)
 
-	fired := b.proxy.arm("marker-lost-claim", dropReply, nil)
-	res, err := b.st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
-	waitFired(ctx, t, fired)
-	require.NoError(t, err)
-	require.Equal(t, store.ClaimGranted, res.State, "the claim granted before the reply was lost")
-	require.Equal(t, 1, res.Claim.Attempt)
-	require.False(t, res.TakenOver)
-	require.Contains(t, b.log.String(), "retrying after a failure that is safe to retry")
-	status, token, _ := b.readRow(ctx, t, "run", e)
-	require.Equal(t, int16(store.StatusPending), status)
-	require.Equal(t, token, res.Claim.Token, "the one claim the database holds")
+			fired := b.proxy.arm(marker, dropReply, nil)
+			res, err := b.st.Claim(ctx, "run", e, time.Hour, opts)
+			waitFired(ctx, t, fired)
+			require.NoError(t, err)
+			require.Equal(t, store.ClaimGranted, res.State, "the claim granted before the reply was lost")
+			require.Equal(t, 1, res.Claim.Attempt)
+			require.False(t, res.TakenOver)
+			require.Contains(t, b.log.String(), "retrying after a failure that is safe to retry")
+			status, token, _ := b.readRow(ctx, t, "run", e)
+			require.Equal(t, int16(store.StatusPending), status)
+			require.Equal(t, token, res.Claim.Token, "the one claim the database holds")
 
-	other, err := b.direct.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
-	require.NoError(t, err)
-	require.Equal(t, store.ClaimInFlight, other.State, "another Claim of the call does not get it")
+			other, err := b.direct.Claim(ctx, "run", e, time.Hour, opts)
+			require.NoError(t, err)
+			require.Equal(t, store.ClaimInFlight, other.State, "another Claim of the call does not get it")
 
-	_, err = b.st.Complete(ctx, res.Claim, success("done"))
-	require.NoError(t, err)
-	got, err := b.direct.Get(ctx, "run", e.Key)
-	require.NoError(t, err)
-	require.Equal(t, []byte("done"), got.Outcome.Result)
+			_, err = b.st.Complete(ctx, res.Claim, success("done"))
+			require.NoError(t, err)
+			got, err := b.direct.Get(ctx, "run", e.Key)
+			require.NoError(t, err)
+			require.Equal(t, []byte("done"), got.Outcome.Result)
+		})
+	}
 }
 
 // The same for a turn's batch, hinted likely new (one set insert of the
