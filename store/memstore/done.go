@@ -61,18 +61,16 @@ func (s *Store) dropScope(sh *shard, sc *scope) {
 	s.scopes.Delete(sc.name)
 }
 
-// setExpiry sets sc's expiry, and its mirror for readers without the lock.
-// The caller holds the shard's write lock.
-func (sc *scope) setExpiry(t time.Time) {
+// setExpiry sets sc's expiry, and its mirror in ticks for readers without
+// the lock. The caller holds the shard's write lock.
+func (s *Store) setExpiry(sc *scope, t time.Time) {
 	sc.expiresAt = t
-	sc.expiry.Store(&t)
+	sc.expiry.Store(s.ticks(t))
 }
 
-// liveUnlocked is live for a reader without the lock.
-func (sc *scope) liveUnlocked(now time.Time) bool {
-	t := sc.expiry.Load()
-	return t != nil && t.After(now)
-}
+// liveUnlocked is live for a reader without the lock; now is in ticks. A
+// scope not yet given an expiry (0) has no completed record to replay.
+func (sc *scope) liveUnlocked(now int64) bool { return sc.expiry.Load() > now }
 
 // ReplayLocal answers a replay in process (store.LocalReplayer): the outcome
 // of e's live completed record in scope, as Claim would replay it, read
@@ -91,7 +89,7 @@ func (s *Store) ReplayLocal(scopeName string, e store.Entry) (store.Outcome, boo
 	if d == nil {
 		return store.Outcome{}, false, nil
 	}
-	now := s.clock.Now()
+	now := s.nowTicks()
 	if d.fingerprint != e.Fingerprint || !sc.liveUnlocked(now) {
 		return store.Outcome{}, false, nil
 	}

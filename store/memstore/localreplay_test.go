@@ -265,3 +265,30 @@ func TestReplayLocalDuringWrites(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// On the system clock, which replays read as ticks of the monotonic clock
+// (ticks.go), a record is replayed while its scope lives and not once the
+// scope's expiry has passed, as Claim decides.
+func TestReplayLocalOnTheSystemClockEndsAtTheScopesExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := memstore.New(nil)
+	require.NoError(t, err)
+	b := testBundle{store: s}
+	const ttl = 200 * time.Millisecond
+	e := entry("a")
+	start := time.Now()
+	_, _, err = s.Put(ctx, "run", e, success("x"), store.WriteOptions{ScopeTTL: ttl})
+	require.NoError(t, err)
+	out, ok, err := s.ReplayLocal("run", e)
+	require.NoError(t, err)
+	if time.Since(start) < ttl { // not stalled past the expiry since the Put
+		require.True(t, ok, "a live record is replayed")
+		require.Equal(t, "x", string(out.Result))
+	}
+	time.Sleep(time.Until(start.Add(ttl + 20*time.Millisecond)))
+	_, ok, err = s.ReplayLocal("run", e)
+	require.NoError(t, err)
+	require.False(t, ok, "a record of an expired scope is replayed")
+	require.False(t, requireAgreesWithClaim(t, b, "run", e))
+}

@@ -24,6 +24,7 @@ const shardCount = 32
 // value) is refused with a *contract.InputError naming the store.
 type Store struct {
 	clock      Clock
+	base       time.Time // tick 0 of the replays' clock (ticks.go)
 	defaultTTL time.Duration
 	limits     store.Limits // with defaults applied
 	maxRecords int64
@@ -68,12 +69,12 @@ type scope struct {
 	// done holds the completed records as replays read them without the
 	// lock (done.go).
 	done doneIndex
-	// expiry mirrors expiresAt for replays, which read it without the lock
-	// (done.go); set with setExpiry.
-	expiry atomic.Pointer[time.Time]
-	// lastUsed is the clock's UnixNano at the scope's latest use, for
-	// least-recently-used eviction. It is an atomic so that readers holding
-	// only the read lock can refresh it.
+	// expiry mirrors expiresAt in ticks (ticks.go) for replays, which read
+	// it without the lock (done.go); set with setExpiry.
+	expiry atomic.Int64
+	// lastUsed is the scope's latest use in ticks, for least-recently-used
+	// eviction. It is an atomic so that readers holding only the read lock
+	// can refresh it.
 	lastUsed atomic.Int64
 }
 
@@ -99,6 +100,7 @@ func New(cfg *Config) (*Store, error) {
 	}
 	s := &Store{
 		clock:      c.Clock,
+		base:       baseOf(c.Clock),
 		defaultTTL: c.DefaultScopeTTL,
 		limits:     c.Limits.WithDefaults(),
 		maxRecords: int64(c.MaxRecords),
@@ -123,10 +125,10 @@ func (s *Store) shardFor(scopeName string) *shard {
 // refreshes it: readers of a busy scope then rarely write the shared word.
 const touchGranularity = int64(time.Millisecond)
 
-func (sc *scope) touch(now time.Time) {
-	n := now.UnixNano()
-	if n-sc.lastUsed.Load() >= touchGranularity {
-		sc.lastUsed.Store(n)
+// touch records a use of sc at now, in ticks.
+func (sc *scope) touch(now int64) {
+	if now-sc.lastUsed.Load() >= touchGranularity {
+		sc.lastUsed.Store(now)
 	}
 }
 
@@ -220,7 +222,7 @@ func (s *Store) dropDead(sh *shard, sc *scope, now time.Time, max int) int {
 func (s *Store) scopeForWrite(sh *shard, name string, now time.Time, ttl time.Duration) *scope {
 	sc := sh.scopes[name]
 	if sc != nil && sc.live(now) {
-		sc.touch(now)
+		sc.touch(s.ticks(now))
 		return sc
 	}
 	if sc != nil {
@@ -230,8 +232,8 @@ func (s *Store) scopeForWrite(sh *shard, name string, now time.Time, ttl time.Du
 		sc = &scope{name: name, records: make(map[keyhash.Sum]*entry)}
 		s.addScope(sh, sc)
 	}
-	sc.setExpiry(now.Add(ttl))
-	sc.lastUsed.Store(now.UnixNano())
+	s.setExpiry(sc, now.Add(ttl))
+	sc.lastUsed.Store(s.ticks(now))
 	return sc
 }
 

@@ -34,7 +34,7 @@ func (s *Store) Get(ctx context.Context, scopeName string, key keyhash.Sum) (sto
 		sh.stats.misses.Add(1)
 		return store.Record{}, store.ErrNotFound
 	}
-	sc.touch(now)
+	sc.touch(s.ticks(now))
 	rec := e.rec
 	rec.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
@@ -75,7 +75,7 @@ func (s *Store) GetMany(ctx context.Context, scopeName string, keys []keyhash.Su
 			}
 		}
 		if len(recs) > 0 {
-			sc.touch(now)
+			sc.touch(s.ticks(now))
 		}
 	}
 	sh.mu.RUnlock()

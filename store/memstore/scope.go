@@ -34,8 +34,8 @@ func (s *Store) ExtendScope(ctx context.Context, scopeName string, ttl time.Dura
 			return nil
 		}
 	}
-	sc.setExpiry(now.Add(ttl))
-	sc.touch(now)
+	s.setExpiry(sc, now.Add(ttl))
+	sc.touch(s.ticks(now))
 	return nil
 }
 

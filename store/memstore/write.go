@@ -219,7 +219,7 @@ func (s *Store) replayUnderReadLock(sh *shard, scopeName string, e store.Entry, 
 		sh.mu.RUnlock()
 		return false, nil
 	}
-	sc.touch(now)
+	sc.touch(s.ticks(now))
 	res.Record = old.rec
 	res.Record.ExpiresAt = sc.expiresAt
 	sh.mu.RUnlock()
@@ -335,7 +335,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 		close(e.changed)
 		e.changed = nil
 		publish(sc, e)
-		sc.touch(now)
+		sc.touch(s.ticks(now))
 		rec := s.out(e, sc)
 		sh.mu.Unlock()
 		s.revealWritten(&rec, out)
