@@ -13,7 +13,8 @@ const newnessMax = 8
 // retry lands on another replica, the calls this process has not seen are
 // stored already, and there the hinted claim costs a replay more than a
 // plain read (on pgstore a second statement: the insert finds the key
-// taken, then the read decides). So the executor keeps a
+// taken, having drawn a token and locked the scope row, then the read
+// decides). So the executor keeps a
 // score of what the first claims of its unseen calls found: +1 for a claim
 // granted on no record, -1 for a record (stored, claimed elsewhere, or one
 // taken over, which the hinted statement reads and then claims anyway),

@@ -162,7 +162,8 @@ type WriteOptions struct {
 	// not in its key cache), so the claim will most likely find no record. A
 	// store whose claim first reads (so that a replay costs a plain read)
 	// may then try the insert first instead, which saves a miss a round
-	// trip and costs a replay one (pgstore). Other writes ignore it.
+	// trip and costs a replay one, and on pgstore the insert's scope lock
+	// and token, committed. Other writes ignore it.
 	LikelyNew bool
 }
 

@@ -108,12 +108,13 @@ func TestConfirmedReadsConfirmEveryReplay(t *testing.T) {
 }
 
 // A Claim hinted as likely new of a call already stored replays it and
-// writes nothing: no token drawn, no lock on the scope row, the record as
-// it was (claimNewSQL probes the key before it inserts, and inserts only
-// when the key has no record). The wrong hint costs one statement more (the
-// insert that finds the key taken, then the read), never a write. A new
-// call's hinted claim is one statement.
-func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
+// leaves its record as it was: claimNewSQL's INSERT finds the key taken
+// (ON CONFLICT DO NOTHING), then the read decides. The wrong hint costs one
+// statement more; it draws a token and share-locks the scope row, which
+// the statement does before the conflict is found (claimNewSQL says why it
+// does not probe the key first), and changes no record. A new call's
+// hinted claim is one statement.
+func TestHintedClaimOfAStoredCallChangesNoRecord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var rec sqlRecorder
@@ -124,25 +125,27 @@ func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
 	stored, _, err := st.Put(ctx, "run", e, store.Outcome{Kind: store.KindSuccess, Result: []byte("result")}, store.WriteOptions{})
 	require.NoError(t, err)
 
-	state := func() (seq int64, scopeXmax, recordXmin string) {
+	state := func() (seq int64, scopeExpiry time.Time, recordXmin string, records int) {
 		t.Helper()
 		q := pgx.Identifier{schema}.Sanitize()
 		require.NoError(t, pool.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM `+q+`.idem_token_seq`).Scan(&seq))
-		require.NoError(t, pool.QueryRow(ctx, `SELECT xmax::text FROM `+q+`.idem_scopes WHERE scope = 'run'`).Scan(&scopeXmax))
-		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM `+q+`.idem_records WHERE scope = 'run'`).Scan(&recordXmin))
-		return seq, scopeXmax, recordXmin
+		require.NoError(t, pool.QueryRow(ctx, `SELECT expires_at FROM `+q+`.idem_scopes WHERE scope = 'run'`).Scan(&scopeExpiry))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM `+q+`.idem_records WHERE scope = 'run' AND key = $1`, e.Key[:]).Scan(&recordXmin))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+q+`.idem_records`).Scan(&records))
+		return seq, scopeExpiry, recordXmin, records
 	}
-	seq, scopeXmax, recordXmin := state()
+	_, expiry, recordXmin, records := state()
 	rec.take()
 	res, err := st.Claim(ctx, "run", e, time.Minute, store.WriteOptions{LikelyNew: true})
 	require.NoError(t, err)
 	require.Len(t, rec.take(), 2, "the insert that finds the key taken, then the read")
 	require.Equal(t, store.ClaimCompleted, res.State)
 	require.Equal(t, stored.Token, res.Record.Token)
-	seq2, scopeXmax2, recordXmin2 := state()
-	require.Equal(t, seq, seq2, "no token drawn")
-	require.Equal(t, scopeXmax, scopeXmax2, "the scope row not locked")
+	require.Equal(t, []byte("result"), res.Record.Outcome.Result)
+	seq2, expiry2, recordXmin2, records2 := state()
 	require.Equal(t, recordXmin, recordXmin2, "the record not rewritten")
+	require.Equal(t, records, records2, "no record inserted")
+	require.True(t, expiry.Equal(expiry2), "the live scope's expiry as it was")
 
 	// And a new call's hinted claim does insert, in one statement.
 	rec.take()
@@ -152,6 +155,6 @@ func TestHintedClaimOfAStoredCallWritesNothing(t *testing.T) {
 	require.Equal(t, store.ClaimGranted, res.State)
 	require.Equal(t, 1, res.Claim.Attempt)
 	require.False(t, res.TakenOver)
-	seq3, _, _ := state()
+	seq3, _, _, _ := state()
 	require.Greater(t, seq3, seq2)
 }

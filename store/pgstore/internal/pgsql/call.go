@@ -97,11 +97,16 @@ FROM ` + keyProbes + ` (
 // 910 µs of machine CPU for the claim and its completion, 776 for the raw
 // INSERT and UPDATE, statements alone, 8 callers, 20 rounds in rotation):
 // wrong hints are few (the executor's newness score turns the hint off
-// after a few), new calls are most. The key is probed (NOT EXISTS) before
-// the insert: a call already stored draws no token and locks no scope row,
-// and so writes nothing (without the probe, ON CONFLICT finds the
-// conflict only after the row to insert, its token and the scope's lock,
-// is made).
+// after a few), new calls are most. The key is not probed before the
+// insert, so a call already stored draws a token and takes the scope row's
+// lock before ON CONFLICT finds the key taken (it inserts nothing and
+// changes no record, but its commit flushes WAL): a probe (NOT EXISTS)
+// kept a wrong hint from writing at all, but its index scan, with the
+// scope's and the row lock, pushed the statement's executor memory over
+// glibc's trim threshold, and the backend gave its heap back and took it
+// again on every claim (a new call's claim and completion cost 869–880 µs
+// of machine CPU with the probe, 633–653 without, 545–577 for the raw
+// INSERT and UPDATE; 8 clients, loopback PostgreSQL 15; docs/benchmarks.md).
 // A live scope's row is read FOR SHARE, as idem_scope_expiry does, in a
 // subquery: the lock orders the claim with ExtendScope and DeleteScope
 // (which update or delete the row), and a row changed while the claim
@@ -122,7 +127,6 @@ FROM ` + keyProbes + ` (
 // qualified and quoted (a parameter: the schema marker is a comment, which
 // a string literal would keep, and the statement must run as written).
 var claimNewSQL = insertPending("$2", "$3", "$4") + `
-	WHERE NOT EXISTS (SELECT FROM /* schema */idem_records WHERE scope = $1 AND key = $2)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING token, lease_until, created_at, expires_at`
 
