@@ -3,7 +3,9 @@ package executor
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,32 +57,103 @@ func TestKeyCacheGivesTheRecipesEntryForTheSameBytesOnly(t *testing.T) {
 // nothing.
 func TestKeyCacheIsBounded(t *testing.T) {
 	t.Parallel()
-	var k keyCache
-	k.init(32_000)
-	for i := range 10_000 {
-		c := Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}
-		_, h, _ := k.get(c)
-		k.put(c, h, store.Entry{Tool: "t"})
-		require.LessOrEqual(t, k.bytes, k.budget)
-	}
-	held, bytes := 0, len(k.slots)*cacheSlotBytes
-	for i := range k.slots {
-		if c := k.slots[i].entry.Load(); c != nil {
-			held++
-			bytes += c.size()
+	for _, budget := range []int{keyCacheWays * keyCacheSlotBytes, 5_000, 32_000} {
+		var k keyCache
+		k.init(budget)
+		for i := range 10_000 {
+			c := Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}
+			_, h, _ := k.get(c)
+			k.put(c, h, store.Entry{Tool: "t"})
+			require.LessOrEqual(t, k.bytes, k.budget, "budget %d", budget)
 		}
+		held, bytes := 0, len(k.slots)*cacheSlotBytes
+		for i := range k.slots {
+			if k.slots[i].entry.Load() != nil {
+				held++
+			}
+		}
+		for _, ch := range k.chunks {
+			bytes += 8 * len(ch.words)
+		}
+		require.Equal(t, bytes, k.bytes, "budget %d: the running count is the truth", budget)
+		require.Greater(t, held, len(k.slots)/4, "budget %d: a full cache keeps most of its slots in use", budget)
+		_, _, ok := k.get(Call{Tool: "t", Args: json.RawMessage(`{"n":9999}`)})
+		require.True(t, ok, "budget %d: the latest call is found", budget)
 	}
-	require.Equal(t, bytes, k.bytes, "the running count is the truth")
-	require.Greater(t, held, len(k.slots)/4, "a full cache keeps most of its slots in use")
-	// The latest call is always found.
-	last := Call{Tool: "t", Args: json.RawMessage(`{"n":9999}`)}
-	_, _, ok := k.get(last)
-	require.True(t, ok)
 	var off keyCache
 	off.init(-1)
 	c := Call{Tool: "t", Args: json.RawMessage(`{}`)}
 	_, h, _ := off.get(c)
 	off.put(c, h, store.Entry{Tool: "t"})
-	_, _, ok = off.get(c)
+	_, _, ok := off.get(c)
 	require.False(t, ok)
+}
+
+// Entries are carved one after another, in the order their calls came,
+// so that replaying calls in that order reads memory in order.
+func TestKeyCacheCarvesEntriesInTheOrderTheirCallsCame(t *testing.T) {
+	t.Parallel()
+	var k keyCache
+	k.init(1 << 20)
+	var prev *cachedEntry
+	for i := range 50 {
+		c := Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}
+		_, h, _ := k.get(c)
+		k.put(c, h, store.Entry{Tool: "t"})
+		_, _, ok := k.get(c)
+		require.True(t, ok)
+		var cur *cachedEntry
+		g := k.group(h)
+		for j := range g {
+			if e := g[j].entry.Load(); e != nil && e.matches(c) {
+				cur = e
+			}
+		}
+		require.NotNil(t, cur)
+		if prev != nil {
+			require.Equal(t, uintptr(unsafe.Pointer(prev))+uintptr(8*prev.words()), uintptr(unsafe.Pointer(cur)),
+				"call %d's entry follows call %d's", i, i-1)
+		}
+		prev = cur
+	}
+	require.Len(t, k.chunks, 1)
+}
+
+// When the cache is full its oldest chunk goes whole: the calls cached
+// first are no longer found, the latest are, and no slot is left holding
+// an entry of a chunk the cache let go.
+func TestKeyCacheEvictsItsOldestChunkWhole(t *testing.T) {
+	t.Parallel()
+	var k keyCache
+	k.init(64 << 10)
+	call := func(i int) Call {
+		return Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `,"pad":"` + strings.Repeat("x", 100) + `"}`)}
+	}
+	const n = 5_000
+	for i := range n {
+		c := call(i)
+		_, h, _ := k.get(c)
+		k.put(c, h, store.Entry{Tool: "t"})
+		require.LessOrEqual(t, k.bytes, k.budget)
+	}
+	require.Greater(t, len(k.chunks), 1)
+	_, _, ok := k.get(call(0))
+	require.False(t, ok, "the first call went with the oldest chunk")
+	_, _, ok = k.get(call(n - 1))
+	require.True(t, ok, "the latest call is found")
+	inChunk := func(c *cachedEntry) bool {
+		p := uintptr(unsafe.Pointer(c))
+		for _, ch := range k.chunks {
+			start := uintptr(unsafe.Pointer(&ch.words[0]))
+			if p >= start && p < start+uintptr(8*ch.used) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range k.slots {
+		if c := k.slots[i].entry.Load(); c != nil {
+			require.True(t, inChunk(c), "slot %d holds an entry of a chunk the cache let go", i)
+		}
+	}
 }
