@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -156,4 +157,43 @@ func TestKeyCacheEvictsItsOldestChunkWhole(t *testing.T) {
 			require.True(t, inChunk(c), "slot %d holds an entry of a chunk the cache let go", i)
 		}
 	}
+}
+
+// Readers on other goroutines get exactly the recipe's entry, or nothing,
+// while writers carve new entries into the same chunk and evict old chunks
+// (run under -race: an entry is published only once written).
+func TestKeyCacheGivesTheRightEntryWhileOthersEvict(t *testing.T) {
+	t.Parallel()
+	var k keyCache
+	k.init(8 << 10)
+	calls := make([]Call, 500)
+	want := make([]store.Entry, len(calls))
+	for i := range calls {
+		calls[i] = Call{Tool: "t", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}
+		var err error
+		want[i], err = EntryOf(calls[i], store.Limits{})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	hits := make([]int, 4)
+	for g := range hits {
+		wg.Go(func() {
+			for n := range 20_000 {
+				i := (n*7 + g*131) % len(calls)
+				got, h, ok := k.get(calls[i])
+				if !ok {
+					k.put(calls[i], h, want[i])
+					continue
+				}
+				hits[g]++
+				if got != want[i] {
+					t.Errorf("call %d: got %+v, want %+v", i, got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Positive(t, hits[0]+hits[1]+hits[2]+hits[3], "some lookups hit")
+	require.LessOrEqual(t, k.bytes, k.budget)
 }
