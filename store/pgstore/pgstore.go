@@ -129,8 +129,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 }
 
 // Close stops the store's listener connection and wakes every Wait with
-// store.ErrClosed; later calls return store.ErrClosed. It does not close the
-// pool. Close is idempotent.
+// store.ErrClosed; later calls return store.ErrClosed, but for the writes
+// of a claim granted before (Complete, CompleteTx, Release, Renew), which
+// still run, so that a call running when the
+// service shuts down keeps its outcome instead of leaving a claim for
+// another process to take over and run again after its lease: close the
+// pool only once those calls returned. Close does not close the pool. It
+// is idempotent.
 func (s *Store) Close() {
 	if s.unmade() {
 		return
@@ -167,14 +172,24 @@ func (s *Store) unmade() bool { return s == nil || s.closed == nil }
 // *store.ConfigError, instead of a nil dereference), and returns
 // store.ErrClosed after Close.
 func (s *Store) checkOpen(ctx context.Context) error {
+	if err := s.checkMade(ctx); err != nil {
+		return err
+	}
+	if s.isClosed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// checkMade is checkOpen for the writes of a claim already granted
+// (Complete, CompleteTx, Release, Renew), which a closed store still
+// sends: a call that was running when Close came keeps its outcome.
+func (s *Store) checkMade(ctx context.Context) error {
 	if err := contract.CheckContext(ctx); err != nil {
 		return err
 	}
 	if s.unmade() {
 		return &contract.ConfigError{Config: "pgstore.Store", Field: "store", Problem: "nil, or not made by pgstore.New"}
-	}
-	if s.isClosed.Load() {
-		return store.ErrClosed
 	}
 	return nil
 }

@@ -329,7 +329,7 @@ func (s *Store) Renew(ctx context.Context, c store.Claim, lease time.Duration) (
 
 // checkClaim checks a claim handed back by a caller before it is used.
 func (s *Store) checkClaim(ctx context.Context, c store.Claim) error {
-	if err := s.checkOpen(ctx); err != nil {
+	if err := s.checkMade(ctx); err != nil {
 		return err
 	}
 	return store.CheckClaim(ctx, s.limits, c)
