@@ -131,11 +131,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 // Close stops the store's listener connection and wakes every Wait with
 // store.ErrClosed; later calls return store.ErrClosed, but for the writes
 // of a claim granted before (Complete, CompleteTx, Release, Renew), which
-// still run, so that a call running when the
-// service shuts down keeps its outcome instead of leaving a claim for
-// another process to take over and run again after its lease: close the
-// pool only once those calls returned. Close does not close the pool. It
-// is idempotent.
+// still run: a call running when the service shuts down keeps its outcome
+// instead of leaving a claim that another process takes over after its
+// lease and runs again. Close does not close the pool; close it once those
+// calls returned. Close is idempotent.
 func (s *Store) Close() {
 	if s.unmade() {
 		return
