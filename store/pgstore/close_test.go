@@ -54,6 +54,7 @@ func TestCallRunningWhenItsStoreClosesKeepsItsOutcome(t *testing.T) {
 	pool, schema := newSchema(t)
 	st, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
 	require.NoError(t, err)
+	t.Cleanup(st.Close) // if the tool never ran; Close is idempotent
 	runs := 0
 	tool := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
 		runs++
