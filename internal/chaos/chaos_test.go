@@ -325,6 +325,11 @@ func runChaos(t *testing.T, prof Profile, db chaosDB, fault Fault) chaosResult {
 	ev.Current, err = loadCurrent(ctx, st, got.Acks, isLongScope)
 	require.NoError(t, err)
 	rep := Check(ev)
+	if rep.Violations() > 0 && logDir != "" {
+		if err := keepEvidence(ctx, db.pool, db.schema, logDir); err != nil {
+			t.Logf("keep the evidence: %v", err)
+		}
+	}
 
 	counts.Calls, counts.Acks = got.Calls, len(got.Acks)
 	for _, n := range got.ByPoint {

@@ -74,6 +74,7 @@ func TestChaosFailover(t *testing.T) {
 				if r.Standby != "" {
 					t.Logf("failover %d: the crashed primary's standby just before: %s", i+1, r.Standby)
 				}
+				requireTokensAhead(t, pool, schema, i)
 			},
 		}, NoFault)
 
@@ -166,4 +167,32 @@ func waitForAcks(t *testing.T, ctx context.Context, sup *supervisor, n int) {
 			t.Fatalf("chaos: waiting for %d acknowledged calls (have %d): %v", n, acksSoFar(sup), ctx.Err())
 		}
 	}
+}
+
+// requireTokensAhead fails t unless the token sequence of the formation's
+// primary is past every token its records hold: a promoted standby must
+// not hand out again a token it already has (the fencing tokens are never
+// reused). The records are read first: the sequence only moves forward, so
+// a last_value read after them covers every token they showed.
+func requireTokensAhead(t *testing.T, pool *pgxpool.Pool, schema string, i int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var maxToken, lastValue int64
+	read := func(sql string, v *int64) {
+		// The pool may still hold connections to the old primary, which
+		// fail once each.
+		var err error
+		for try := 0; try < 10; try++ {
+			if err = pool.QueryRow(ctx, inSchema(sql, schema)).Scan(v); err == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		require.NoError(t, err)
+	}
+	read(`SELECT coalesce(max(token), 0) FROM {schema}.idem_records`, &maxToken)
+	read(`SELECT last_value FROM {schema}.idem_token_seq`, &lastValue)
+	t.Logf("failover %d: the primary's idem_token_seq at %d, its highest token %d", i+1, lastValue, maxToken)
+	require.GreaterOrEqual(t, lastValue, maxToken, "failover %d: the token sequence went back behind a token the records hold", i+1)
 }
