@@ -325,9 +325,16 @@ func runChaos(t *testing.T, prof Profile, db chaosDB, fault Fault) chaosResult {
 	ev.Current, err = loadCurrent(ctx, st, got.Acks, isLongScope)
 	require.NoError(t, err)
 	rep := Check(ev)
-	if rep.Violations() > 0 && logDir != "" {
-		if err := keepEvidence(ctx, db.pool, db.schema, logDir); err != nil {
-			t.Logf("keep the evidence: %v", err)
+	if rep.Violations() > 0 {
+		if logDir != "" {
+			if err := keepEvidence(ctx, db.pool, db.schema, logDir); err != nil {
+				t.Logf("keep the evidence: %v", err)
+			}
+		}
+		if lines, err := suspectRows(ctx, db.pool, db.schema, rep.Details); err != nil {
+			t.Logf("read the evidence of the violations' tokens: %v", err)
+		} else if len(lines) > 0 {
+			t.Logf("the evidence of the violations' tokens:\n%s", strings.Join(lines, "\n"))
 		}
 	}
 

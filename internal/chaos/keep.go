@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -39,3 +42,48 @@ func keepEvidence(ctx context.Context, db *pgxpool.Pool, schema, dir string) err
 	}
 	return nil
 }
+
+// tokenInDetail finds the claim tokens a violation's description names.
+var tokenInDetail = regexp.MustCompile(`token (\d+)`)
+
+// suspectRows returns, one line each, the audit events and the tool runs
+// of the tokens that the violations in details name, with the id of the
+// transaction that wrote each (xmin) and its time: a run's log then shows
+// where a violation happened (before or after which failover, on which
+// history) even when nobody kept its evidence.
+func suspectRows(ctx context.Context, db *pgxpool.Pool, schema string, details []string) ([]string, error) {
+	var tokens []int64
+	for _, d := range details {
+		for _, m := range tokenInDetail.FindAllStringSubmatch(d, -1) {
+			if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+				tokens = append(tokens, n)
+			}
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	rows, err := db.Query(ctx, inSchema(`
+		SELECT format('audit %s xmin %s at %s: %s %s by %s, token %s → %s (%s), nonce %s',
+			id, xmin, at, op, coalesce(new_row, old_row)->>'scope', app, old_row->>'token', new_row->>'token',
+			new_row->>'status', new_row->>'claim_nonce')
+		FROM {schema}.chaos_audit
+		WHERE (old_row->>'token')::bigint = ANY($1) OR (new_row->>'token')::bigint = ANY($1)
+		UNION ALL
+		SELECT format('%s %s xmin %s at %s: %s token %s, worker %s incarnation %s', t.kind, e.id, e.xmin, e.at, e.scope, e.token, e.pid, e.incarnation)
+		FROM (SELECT 'effect' AS kind, xmin, * FROM {schema}.chaos_effects
+		      UNION ALL SELECT 'order', xmin, * FROM {schema}.chaos_orders) e
+		CROSS JOIN LATERAL (SELECT e.kind) t
+		WHERE e.token = ANY($1)`, schema), tokens)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if len(lines) > maxSuspectRows {
+		lines = append(lines[:maxSuspectRows], fmt.Sprintf("(%d more)", len(lines)-maxSuspectRows))
+	}
+	return lines, err
+}
+
+// maxSuspectRows bounds what suspectRows puts in a run's log.
+const maxSuspectRows = 200
