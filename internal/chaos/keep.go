@@ -64,17 +64,19 @@ func suspectRows(ctx context.Context, db *pgxpool.Pool, schema string, details [
 		return nil, nil
 	}
 	rows, err := db.Query(ctx, inSchema(`
-		SELECT format('audit %s xmin %s at %s: %s %s by %s, token %s → %s (%s), nonce %s',
-			id, xmin, at, op, coalesce(new_row, old_row)->>'scope', app, old_row->>'token', new_row->>'token',
-			new_row->>'status', new_row->>'claim_nonce')
-		FROM {schema}.chaos_audit
-		WHERE (old_row->>'token')::bigint = ANY($1) OR (new_row->>'token')::bigint = ANY($1)
-		UNION ALL
-		SELECT format('%s %s xmin %s at %s: %s token %s, worker %s incarnation %s', t.kind, e.id, e.xmin, e.at, e.scope, e.token, e.pid, e.incarnation)
-		FROM (SELECT 'effect' AS kind, xmin, * FROM {schema}.chaos_effects
-		      UNION ALL SELECT 'order', xmin, * FROM {schema}.chaos_orders) e
-		CROSS JOIN LATERAL (SELECT e.kind) t
-		WHERE e.token = ANY($1)`, schema), tokens)
+		SELECT line FROM (
+			SELECT a.at, format('audit %s xmin %s at %s: %s %s/%s… by %s, token %s → %s (status %s), nonce %s',
+				a.id, a.xmin, a.at, a.op, r->>'scope', substr(r->>'key', 3, 8), app,
+				old_row->>'token', new_row->>'token', new_row->>'status', new_row->>'claim_nonce') AS line
+			FROM {schema}.chaos_audit a CROSS JOIN LATERAL (SELECT coalesce(a.new_row, a.old_row) AS r) side
+			WHERE (old_row->>'token')::bigint = ANY($1) OR (new_row->>'token')::bigint = ANY($1)
+			UNION ALL
+			SELECT at, format('%s %s xmin %s at %s: %s/%s… token %s, worker %s incarnation %s',
+				kind, id, xmin, at, scope, substr(encode(key, 'hex'), 1, 8), token, pid, incarnation)
+			FROM (SELECT 'effect' AS kind, xmin, * FROM {schema}.chaos_effects
+			      UNION ALL SELECT 'order', xmin, * FROM {schema}.chaos_orders) e
+			WHERE token = ANY($1)
+		) u ORDER BY at`, schema), tokens)
 	if err != nil {
 		return nil, err
 	}
