@@ -66,10 +66,10 @@ func suspectRows(ctx context.Context, db *pgxpool.Pool, schema string, details [
 	rows, err := db.Query(ctx, inSchema(`
 		SELECT line FROM (
 			SELECT a.at, format('audit %s xmin %s at %s: %s %s/%s… by %s, token %s → %s (status %s), nonce %s',
-				a.id, a.xmin, a.at, a.op, r->>'scope', substr(r->>'key', 3, 8), app,
-				old_row->>'token', new_row->>'token', new_row->>'status', new_row->>'claim_nonce') AS line
+				a.id, a.xmin, a.at, a.op, r->>'scope', substr(r->>'key', 3, 8), a.app,
+				a.old_row->>'token', a.new_row->>'token', a.new_row->>'status', a.new_row->>'claim_nonce') AS line
 			FROM {schema}.chaos_audit a CROSS JOIN LATERAL (SELECT coalesce(a.new_row, a.old_row) AS r) side
-			WHERE (old_row->>'token')::bigint = ANY($1) OR (new_row->>'token')::bigint = ANY($1)
+			WHERE (a.old_row->>'token')::bigint = ANY($1) OR (a.new_row->>'token')::bigint = ANY($1)
 			UNION ALL
 			SELECT at, format('%s %s xmin %s at %s: %s/%s… token %s, worker %s incarnation %s',
 				kind, id, xmin, at, scope, substr(encode(key, 'hex'), 1, 8), token, pid, incarnation)
