@@ -85,6 +85,7 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 func (s *Scoped) claimAndRun(ctx context.Context, call Call, ent store.Entry, fresh bool, waited *waitBudget) (res Result, released bool, err error) {
 	opts := s.e.wopts
 	opts.LikelyNew = fresh && s.e.newness.likely()
+	opts.OutcomeOnly = true // a replay reads only the outcome (afterClaim)
 	for {
 		cr, err := s.e.st.Claim(ctx, s.scope, ent, s.e.cfg.Lease, opts)
 		opts.LikelyNew = false

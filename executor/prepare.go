@@ -177,6 +177,7 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 	// store may read first (pgstore: a plain read of every key).
 	opts := s.e.wopts
 	opts.LikelyNew = slices.Contains(fresh, true) && s.e.newness.likely()
+	opts.OutcomeOnly = true // a replay reads only the outcome
 	results, err := s.e.st.ClaimMany(ctx, s.scope, ents, s.e.cfg.Lease, opts)
 	if err != nil {
 		return preps, err

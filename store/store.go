@@ -165,6 +165,15 @@ type WriteOptions struct {
 	// trip and costs a replay one, and on pgstore the insert's scope lock
 	// and token, committed. Other writes ignore it.
 	LikelyNew bool
+	// OutcomeOnly is a promise to Claim and ClaimMany, which never changes
+	// what a claim decides: of a completed record they return
+	// (ClaimCompleted, a replay) the caller reads only Status, Fingerprint
+	// and Outcome, as the executor does. A store may then leave the rest of
+	// that Record zero except Scope, Key and ExpiresAt (pgstore reads a
+	// replay's seven columns instead of the record's sixteen, see
+	// pgstore.Store.Claim); every other record comes back whole. Other
+	// writes ignore it.
+	OutcomeOnly bool
 }
 
 // TTL returns the scope expiry a write with these options gives a scope it

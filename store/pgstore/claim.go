@@ -47,6 +47,10 @@ func newNonce() []byte {
 // read was a third of a miss). A key it finds taken (a wrong hint, or its
 // own grant whose reply was lost) is read next, and decided as above: a
 // round trip more for a wrong hint, which the executor's hints make rare.
+// With WriteOptions.OutcomeOnly (the executor's claims) the read returns
+// only what a replay needs (claimReplaySQL: 7 columns, not 16), and a
+// record that read cannot decide (a call in flight, another call's record)
+// is read again whole.
 // On Citus it is
 // idem_claim_many of one key, delegated to the scope's worker; with
 // ConfirmReads the hint is ignored (the read must wait for the standby).
@@ -81,8 +85,8 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 		won   bool
 		prior pgtype.Int2
 		row   recordScan
-		look  lookColumns
 	)
+	outcomeOnly := opts.OutcomeOnly && !s.confirmReads // ConfirmReads: the confirmed read is claimReadSQL's
 	nonce := newNonce()
 	ttl := micros(opts.TTL(s.defaultTTL))
 	// Sent again whatever happened to the connection: the nonce makes a
@@ -104,18 +108,9 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 				return err
 			}
 		}
-		err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
-		switch {
-		case err == nil:
-			prior = pgtype.Int2{Int16: row.status, Valid: true}
-			var decides bool
-			decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
-			if decides {
-				return nil
-			}
-		case isNoRows(err):
-			prior = pgtype.Int2{}
-		default:
+		var decides bool
+		prior, decides, won, err = s.lookFirst(ctx, conn, scope, e, nonce, outcomeOnly, &row)
+		if err != nil || decides {
 			return err
 		}
 		return queryRow(ctx, conn, s.sql.Claim,
@@ -127,6 +122,44 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 	}
 	res := s.decideClaim(scope, e, won, prior, &row)
 	return res, res.Err
+}
+
+// lookFirst is Claim's first look at the key, a read that decides or
+// leaves the key to claimSQL (decides false; prior is the status read, the
+// claim's prior, invalid for no record). With outcomeOnly the read is
+// claimReplaySQL's, which decides a replay and hands row only its columns
+// (store.WriteOptions.OutcomeOnly: the caller reads no more), and leaves a
+// record it cannot decide to claimReadSQL's read, which hands row every
+// column.
+func (s *Store) lookFirst(ctx context.Context, conn *pgxpool.Conn, scope string, e store.Entry, nonce []byte, outcomeOnly bool, row *recordScan) (prior pgtype.Int2, decides, won bool, err error) {
+	if outcomeOnly {
+		*row = recordScan{} // no column of a read before (a run sent again) is left
+		var now time.Time
+		err = queryRow(ctx, conn, s.sql.ClaimReplay, []any{scope, e.Key[:]},
+			&row.status, &row.fingerprint, &row.outcomeKind, &row.encoding, &row.result, &row.expiresAt, &now)
+		if isNoRows(err) {
+			return pgtype.Int2{}, false, false, nil
+		}
+		if err != nil {
+			return pgtype.Int2{}, false, false, err
+		}
+		switch row.decideReplayLook(now, e.Fingerprint) {
+		case replayLookReplays:
+			return pgtype.Int2{Int16: row.status, Valid: true}, true, false, nil
+		case replayLookClaims:
+			return pgtype.Int2{Int16: row.status, Valid: true}, false, false, nil
+		}
+	}
+	var look lookColumns
+	err = queryRow(ctx, conn, s.sql.ClaimRead, []any{scope, e.Key[:]}, row.targets(&look.nonce, &look.now)...)
+	if isNoRows(err) {
+		return pgtype.Int2{}, false, false, nil
+	}
+	if err != nil {
+		return pgtype.Int2{}, false, false, err
+	}
+	decides, won = row.decideFirstLook(look, e.Fingerprint, nonce)
+	return pgtype.Int2{Int16: row.status, Valid: true}, decides, won, nil
 }
 
 // ClaimMany claims each entry as Claim does, after one input check of the
@@ -502,6 +535,41 @@ func (r *recordScan) decideFirstLook(look lookColumns, fp keyhash.Sum, nonce []b
 	lapsed := pending && r.leaseUntil.Valid && !leaseLive && bytes.Equal(r.fingerprint, fp[:])
 	released := store.Status(r.status) == store.StatusReleased
 	return !(dead || lapsed || released), pending && len(nonce) > 0 && bytes.Equal(look.nonce, nonce)
+}
+
+// replayLook is what claimReplaySQL's columns decide of a record.
+type replayLook int
+
+const (
+	// replayLookAgain: a pending record, or another call's live one; what
+	// it decides needs claimReadSQL's columns (the lease, the nonce, the
+	// tool of a mismatch).
+	replayLookAgain replayLook = iota
+	// replayLookReplays: a live completed record of the call.
+	replayLookReplays
+	// replayLookClaims: a record that does not decide (a dead completed
+	// record, a released one): claimSQL takes the key.
+	replayLookClaims
+)
+
+// decideReplayLook applies decideFirstLook's rule to what claimReplaySQL
+// read at the database's time now, for the call of fingerprint fp. A
+// record not pending has no live lease, so it is dead when its scope
+// expired, never lapsed, and a released one never decides.
+// TestFirstLookDecidesByIdemClaimsRule holds it to idem_claim's SQL.
+func (r *recordScan) decideReplayLook(now time.Time, fp keyhash.Sum) replayLook {
+	switch store.Status(r.status) {
+	case store.StatusCompleted:
+		if !r.expiresAt.After(now) {
+			return replayLookClaims
+		}
+		if bytes.Equal(r.fingerprint, fp[:]) {
+			return replayLookReplays
+		}
+	case store.StatusReleased:
+		return replayLookClaims
+	}
+	return replayLookAgain
 }
 
 // checkWrite checks what every record-creating write gets, before anything

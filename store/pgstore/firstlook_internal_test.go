@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -73,6 +74,7 @@ func TestFirstLookDecidesByIdemClaimsRule(t *testing.T) {
 	read := pgsql.New(pgx.Identifier{schema}.Sanitize()).ClaimRead
 	readWithRule := strings.Replace(read, "\nFROM ", ", "+idemClaimDecides+"\nFROM ", 1)
 	require.NotEqual(t, read, readWithRule)
+	replayRead := pgsql.New(pgx.Identifier{schema}.Sanitize()).ClaimReplay
 	for _, c := range cases {
 		key := sha256.Sum256([]byte(c.name))
 		var outcome, encoding, result any
@@ -104,5 +106,24 @@ func TestFirstLookDecidesByIdemClaimsRule(t *testing.T) {
 		look.inserted = true
 		decides, won = row.decideFirstLook(look, fp, nonce)
 		require.True(t, decides && won, "%s: a row the statement inserted is the claim's", c.name)
+
+		// claimReplaySQL's columns decide a replay, or leave the key to
+		// the claim, as the rule does; what they cannot decide is read
+		// again, and only a record pending or of another call is.
+		var (
+			replay recordScan
+			now    time.Time
+		)
+		require.NoError(t, queryRow(ctx, tx, replayRead, []any{"run", key[:]},
+			&replay.status, &replay.fingerprint, &replay.outcomeKind, &replay.encoding, &replay.result, &replay.expiresAt, &now), c.name)
+		require.True(t, now.Equal(look.now), "%s: one transaction, one clock", c.name)
+		switch replay.decideReplayLook(now, fp) {
+		case replayLookReplays:
+			require.True(t, wantDecides && !wantW && c.status == 2 && c.fp == fp, "%s: replayed, the rule says decides %v, won %v", c.name, wantDecides, wantW)
+		case replayLookClaims:
+			require.False(t, wantDecides, "%s: left to the claim, the rule decides", c.name)
+		default:
+			require.True(t, c.status == 1 || c.fp != fp, "%s: read again", c.name)
+		}
 	}
 }

@@ -43,6 +43,9 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 			res, err := st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{})
 			require.NoError(t, err)
 			require.Equal(t, store.ClaimCompleted, res.State)
+			res, err = st.Claim(ctx, "run", e, time.Hour, store.WriteOptions{OutcomeOnly: true})
+			require.NoError(t, err)
+			require.Equal(t, store.ClaimCompleted, res.State)
 			_, err = st.Get(ctx, "run", e.Key)
 			require.NoError(t, err)
 			many, err := st.ClaimMany(ctx, "run", []store.Entry{e}, time.Hour, store.WriteOptions{})
@@ -73,6 +76,7 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 		{"ClaimNewMany", sql.ClaimNewMany, calls},
 		{"CompleteLive", sql.CompleteLive, calls},
 		{"ClaimRead", sql.ClaimRead, calls * rounds},
+		{"ClaimReplay", sql.ClaimReplay, calls * rounds},
 		{"ClaimReadMany", sql.ClaimReadMany, calls * rounds},
 		{"Get", sql.Get, calls * rounds},
 	} {

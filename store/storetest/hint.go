@@ -8,50 +8,121 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
-// claimHintDecidesTheSame: store.WriteOptions.LikelyNew is a hint and never
-// changes what a claim decides. Every state a record can be in is built
-// twice, under two ids, and claimed once without the hint and once with
-// it: state, takeover, attempt, the record's outcome and the error are the
-// same.
+// claimHintDecidesTheSame: store.WriteOptions.LikelyNew is a hint and
+// OutcomeOnly a promise, and neither changes what a claim decides. Every
+// state a record can be in is built once for each set of options, under
+// its own id, and claimed once with it: state, takeover, attempt, the
+// record's outcome and the error are those of the claim without options.
+// Under OutcomeOnly a replay's record holds at least its scope, key,
+// status, fingerprint, outcome and expiry, and every other record comes
+// back whole.
 func testClaimHintDecidesTheSame(t *testing.T, b Bundle) {
 	ctx, s := testContext(t), b.Store
-	hint := store.WriteOptions{LikelyNew: true}
+	variants := []struct {
+		name string
+		opts store.WriteOptions
+	}{
+		{"without options", noOpts},
+		{"likely new", store.WriteOptions{LikelyNew: true}},
+		{"outcome only", store.WriteOptions{OutcomeOnly: true}},
+		{"likely new, outcome only", store.WriteOptions{LikelyNew: true, OutcomeOnly: true}},
+	}
 	// Each state's build makes the record of id before the clock moves (so
 	// that lapsing and expiring ones are past their time together).
 	type state struct {
 		name  string
 		scope string
-		call  func(id string) store.Entry
 		build func(id string)
 	}
-	plain := func(id string) store.Entry { return call(id, `{}`) }
 	states := []state{
-		{"no record", "run", plain, func(string) {}},
-		{"completed", "run", plain, func(id string) { put(ctx, t, s, "run", call(id, `{}`), success("stored"), noOpts) }},
-		{"claimed by another caller", "run", plain, func(id string) { claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts) }},
-		{"released by this call", "run", plain, func(id string) {
+		{"no record", "run", func(string) {}},
+		{"completed", "run", func(id string) { put(ctx, t, s, "run", call(id, `{}`), success("stored"), noOpts) }},
+		{"completed by a claim", "run", func(id string) {
+			_, err := s.Complete(ctx, claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts), success("ran"))
+			require.NoError(t, err)
+		}},
+		{"claimed by another caller", "run", func(id string) { claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts) }},
+		{"released by this call", "run", func(id string) {
 			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "run", call(id, `{}`), longLease, noOpts), "failed"))
 		}},
-		{"released by another call", "run", plain, func(id string) {
+		{"released by another call", "run", func(id string) {
 			require.NoError(t, s.Release(ctx, claim(ctx, t, s, "run", call(id, `{"other":1}`), longLease, noOpts), "failed"))
 		}},
-		{"completed for another call", "run", plain, func(id string) { put(ctx, t, s, "run", call(id, `{"other":1}`), success("x"), noOpts) }},
-		{"lease lapsed", "run", plain, func(id string) { claim(ctx, t, s, "run", call(id, `{}`), shortLease, noOpts) }},
-		{"scope expired", "short", plain, func(id string) { put(ctx, t, s, "short", call(id, `{}`), success("x"), ttl(shortTTL)) }},
+		{"completed for another call", "run", func(id string) { put(ctx, t, s, "run", call(id, `{"other":1}`), success("x"), noOpts) }},
+		{"claimed for another call", "run", func(id string) { claim(ctx, t, s, "run", call(id, `{"other":1}`), longLease, noOpts) }},
+		{"lease lapsed", "run", func(id string) { claim(ctx, t, s, "run", call(id, `{}`), shortLease, noOpts) }},
+		{"scope expired", "short", func(id string) { put(ctx, t, s, "short", call(id, `{}`), success("x"), ttl(shortTTL)) }},
+		{"scope expired, another call's", "short", func(id string) {
+			put(ctx, t, s, "short", call(id, `{"other":1}`), success("x"), ttl(shortTTL))
+		}},
 	}
 	for _, st := range states {
-		st.build("a " + st.name)
-		st.build("b " + st.name)
+		for _, v := range variants {
+			st.build(v.name + " " + st.name)
+		}
 	}
 	b.Advance(pastShort)
 	for _, st := range states {
-		without, errWithout := s.Claim(ctx, st.scope, st.call("a "+st.name), longLease, noOpts)
-		with, errWith := s.Claim(ctx, st.scope, st.call("b "+st.name), longLease, hint)
-		requireSameDecision(t, st.name, without, errWithout, with, errWith)
+		var (
+			first    store.ClaimResult
+			firstErr error
+		)
+		for i, v := range variants {
+			id := v.name + " " + st.name
+			got, err := s.Claim(ctx, st.scope, call(id, `{}`), longLease, v.opts)
+			if i == 0 {
+				first, firstErr = got, err
+				continue
+			}
+			name := st.name + " (" + v.name + ")"
+			requireSameError(t, name, firstErr, err)
+			if err != nil {
+				continue
+			}
+			requireSameRecord(t, name, st.scope, call(id, `{}`).Key, got.Record)
+			if got.State == store.ClaimCompleted && v.opts.OutcomeOnly {
+				// Only what the promise leaves: the bookkeeping may be zero.
+				require.Equal(t, first.State, got.State, name)
+				require.Equal(t, first.Record.Outcome.Kind, got.Record.Outcome.Kind, "%s: outcome", name)
+				require.Equal(t, string(first.Record.Outcome.Result), string(got.Record.Outcome.Result), "%s: outcome", name)
+				require.True(t, first.Record.ExpiresAt.Equal(got.Record.ExpiresAt), "%s: expiry", name)
+				continue
+			}
+			requireSameDecision(t, name, first, firstErr, got, err)
+		}
 	}
+}
+
+// requireSameError requires two claims of twin records to have failed
+// alike (a mismatch naming the same stored tool), or both to have
+// succeeded.
+func requireSameError(t *testing.T, name string, want, got error) {
+	t.Helper()
+	if want == nil && got == nil {
+		return
+	}
+	require.Error(t, want, "%s: only this claim failed: %v", name, got)
+	require.Error(t, got, "%s: only the claim without options failed: %v", name, want)
+	require.Equal(t, errorKind(want), errorKind(got), "%s: %v against %v", name, want, got)
+	var mw, mg *store.MismatchError
+	if errors.As(want, &mw) && errors.As(got, &mg) {
+		require.Equal(t, mw.StoredTool, mg.StoredTool, "%s: the mismatch's stored tool", name)
+	}
+}
+
+// requireSameRecord requires a claim's record to be the one of key as
+// stored: what every record returned by a claim holds, whatever the
+// options.
+func requireSameRecord(t *testing.T, name, scope string, key keyhash.Sum, rec store.Record) {
+	t.Helper()
+	require.Equal(t, scope, rec.Scope, "%s: scope", name)
+	require.Equal(t, key, rec.Key, "%s: key", name)
+	require.Equal(t, call("", `{}`).Fingerprint, rec.Fingerprint, "%s: fingerprint", name)
+	require.False(t, rec.ExpiresAt.IsZero(), "%s: expiry", name)
 }
 
 // claimManyHintDecidesTheSame: the same for ClaimMany, whose hint covers a
@@ -160,6 +231,7 @@ func requireSameDecision(t *testing.T, name string, a store.ClaimResult, errA er
 	require.Equal(t, a.TakenOver, b.TakenOver, "%s: takeover", name)
 	require.Equal(t, a.Claim.Attempt, b.Claim.Attempt, "%s: attempt", name)
 	require.Equal(t, a.Record.Status, b.Record.Status, "%s: record status", name)
+	require.Equal(t, a.Record.Tool, b.Record.Tool, "%s: record tool", name)
 	require.Equal(t, a.Record.Attempts, b.Record.Attempts, "%s: record attempts", name)
 	require.Equal(t, a.Record.Outcome.Kind, b.Record.Outcome.Kind, "%s: outcome", name)
 	require.Equal(t, string(a.Record.Outcome.Result), string(b.Record.Outcome.Result), "%s: outcome", name)

@@ -31,7 +31,7 @@ func sum(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 // of ExtendScope and DeleteScope: on Citus each must be routed to the one
 // worker that holds its scope.
 var CallPath = []string{
-	"Get", "GetMany", "ClaimRead", "ClaimReadMany", "Claim", "ClaimMany", "Put", "Complete", "CompleteLive", "Release", "Renew", "Watch", "WaitCheck", "Read",
+	"Get", "GetMany", "ClaimRead", "ClaimReplay", "ClaimReadMany", "Claim", "ClaimMany", "Put", "Complete", "CompleteLive", "Release", "Renew", "Watch", "WaitCheck", "Read",
 	"ExtendScope", "DeleteScopeRow", "DeleteScopeRecords",
 }
 
@@ -48,7 +48,7 @@ func Args(name, schema string) ([]any, error) {
 	)
 	records := pgx.Identifier{schema, "idem_records"}.Sanitize()
 	switch name {
-	case "Get", "Read", "ConfirmedGet", "ConfirmedRead", "ClaimRead", "ConfirmedClaimRead":
+	case "Get", "Read", "ConfirmedGet", "ConfirmedRead", "ClaimRead", "ClaimReplay", "ConfirmedClaimRead":
 		return []any{Scope, Key}, nil
 	case "GetMany", "ConfirmedGetMany", "ClaimReadMany":
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
