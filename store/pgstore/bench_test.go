@@ -216,11 +216,11 @@ func benchReplay(b *testing.B, env *benchEnv) {
 }
 
 // claimReplay is Claim on a completed record: a replay in exclusive mode.
-func claimReplay(env *benchEnv) pairOp {
+func claimReplay(env *benchEnv, opts store.WriteOptions) pairOp {
 	ctx := context.Background()
 	return func(_, i int) error {
 		k := benchKey(i % env.n)
-		res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, store.WriteOptions{})
+		res, err := env.st.Claim(ctx, "bench", store.Entry{Key: k, Fingerprint: k, Tool: "bench_tool"}, time.Minute, opts)
 		if err == nil && res.State != store.ClaimCompleted {
 			err = fmt.Errorf("claim state %d", res.State)
 		}
@@ -230,11 +230,16 @@ func claimReplay(env *benchEnv) pairOp {
 
 // The hit path in exclusive mode: Claim on a completed record replays it,
 // reading only (no lock, no commit flush), against the primary-key SELECT
-// of the record's columns (record) and of its result alone (result).
+// of the record's columns (record) and of its result alone (result); with
+// store.WriteOptions.OutcomeOnly, as the executor claims, against the
+// result alone (outcome-only).
 func BenchmarkClaimReplay(b *testing.B) {
 	env := newBenchEnv(b, 10_000)
-	b.Run("record", func(b *testing.B) { pair(b, rawReplay(env), claimReplay(env)) })
-	b.Run("result", func(b *testing.B) { pair(b, rawResult(env), claimReplay(env)) })
+	b.Run("record", func(b *testing.B) { pair(b, rawReplay(env), claimReplay(env, store.WriteOptions{})) })
+	b.Run("result", func(b *testing.B) { pair(b, rawResult(env), claimReplay(env, store.WriteOptions{})) })
+	b.Run("outcome-only", func(b *testing.B) {
+		pair(b, rawResult(env), claimReplay(env, store.WriteOptions{OutcomeOnly: true}))
+	})
 }
 
 // The probe of a turn's calls: 8 keys looked up at once.
