@@ -173,7 +173,9 @@ func (s *Store) lookFirst(ctx context.Context, conn *pgxpool.Conn, scope string,
 // that has none (claimNewManySQL), on Citus idem_claim_many. Without it the
 // keys are read first, and a batch whose records all decide by themselves
 // (a turn replayed) is answered by that read, as a SELECT of the keys
-// would be. Either way the entries the first statement did not decide (a
+// would be; with WriteOptions.OutcomeOnly that read returns only what a
+// replay needs (claimReplayManySQL), and the keys whose records it cannot
+// decide (in flight, another call's) are read again whole. Either way the entries the first statement did not decide (a
 // record dead, lapsed or released, a key inserted meanwhile by another
 // turn) are then claimed by idem_claim_many, a second round trip. Each
 // statement draws one nonce, and is sent again with it after a connection
@@ -219,6 +221,8 @@ func (s *Store) claimMany(ctx context.Context, scope string, es []store.Entry, l
 		return s.claimManyNow(ctx, scope, es, lease, opts)
 	case opts.LikelyNew:
 		out, rest, err = s.claimNewMany(ctx, scope, es, lease, opts)
+	case opts.OutcomeOnly:
+		out, rest, err = s.claimReplayMany(ctx, scope, es)
 	default:
 		out, rest, err = s.claimReadMany(ctx, scope, es)
 	}
@@ -535,41 +539,6 @@ func (r *recordScan) decideFirstLook(look lookColumns, fp keyhash.Sum, nonce []b
 	lapsed := pending && r.leaseUntil.Valid && !leaseLive && bytes.Equal(r.fingerprint, fp[:])
 	released := store.Status(r.status) == store.StatusReleased
 	return !(dead || lapsed || released), pending && len(nonce) > 0 && bytes.Equal(look.nonce, nonce)
-}
-
-// replayLook is what claimReplaySQL's columns decide of a record.
-type replayLook int
-
-const (
-	// replayLookAgain: a pending record, or another call's live one; what
-	// it decides needs claimReadSQL's columns (the lease, the nonce, the
-	// tool of a mismatch).
-	replayLookAgain replayLook = iota
-	// replayLookReplays: a live completed record of the call.
-	replayLookReplays
-	// replayLookClaims: a record that does not decide (a dead completed
-	// record, a released one): claimSQL takes the key.
-	replayLookClaims
-)
-
-// decideReplayLook applies decideFirstLook's rule to what claimReplaySQL
-// read at the database's time now, for the call of fingerprint fp. A
-// record not pending has no live lease, so it is dead when its scope
-// expired, never lapsed, and a released one never decides.
-// TestFirstLookDecidesByIdemClaimsRule holds it to idem_claim's SQL.
-func (r *recordScan) decideReplayLook(now time.Time, fp keyhash.Sum) replayLook {
-	switch store.Status(r.status) {
-	case store.StatusCompleted:
-		if !r.expiresAt.After(now) {
-			return replayLookClaims
-		}
-		if bytes.Equal(r.fingerprint, fp[:]) {
-			return replayLookReplays
-		}
-	case store.StatusReleased:
-		return replayLookClaims
-	}
-	return replayLookAgain
 }
 
 // checkWrite checks what every record-creating write gets, before anything

@@ -51,6 +51,9 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 			many, err := st.ClaimMany(ctx, "run", []store.Entry{e}, time.Hour, store.WriteOptions{})
 			require.NoError(t, err)
 			require.Equal(t, store.ClaimCompleted, many[0].State)
+			many, err = st.ClaimMany(ctx, "run", []store.Entry{e}, time.Hour, store.WriteOptions{OutcomeOnly: true})
+			require.NoError(t, err)
+			require.Equal(t, store.ClaimCompleted, many[0].State)
 		}
 	}
 
@@ -78,6 +81,7 @@ func TestCallPathStatementsRunOnGenericPlans(t *testing.T) {
 		{"ClaimRead", sql.ClaimRead, calls * rounds},
 		{"ClaimReplay", sql.ClaimReplay, calls * rounds},
 		{"ClaimReadMany", sql.ClaimReadMany, calls * rounds},
+		{"ClaimReplayMany", sql.ClaimReplayMany, calls * rounds},
 		{"Get", sql.Get, calls * rounds},
 	} {
 		counts, ok := plans[s.sql]

@@ -79,6 +79,22 @@ const claimReplaySQL = `SELECT status, fingerprint, outcome_kind, encoding, resu
 FROM /* schema */idem_records
 WHERE scope = $1 AND key = $2`
 
+// claimReplayManySQL is ClaimMany's first look for a turn whose calls are
+// likely stored and whose caller reads only the replays' outcomes
+// (store.WriteOptions.OutcomeOnly, the executor's turns): the key and
+// claimReplaySQL's columns of every key found, read as getManySQL reads
+// them. The store decides each as after claimReplaySQL; the keys it
+// cannot decide are read again with claimReadManySQL.
+//
+// Parameters: $1 scope, $2 keys.
+const claimReplayManySQL = `SELECT r.*
+FROM ` + keyProbes + ` (
+	SELECT key, status, fingerprint, outcome_kind, encoding, result, expires_at, now()
+	FROM /* schema */idem_records
+	WHERE scope = $1 AND key = i.ik
+	OFFSET 0 -- a probe a key (keyProbes)
+) r`
+
 // claimReadManySQL is ClaimMany's first look for calls likely stored
 // (store.WriteOptions.LikelyNew unset: the executor's calls its process
 // has seen): one read of every key, as getManySQL reads them, so that a

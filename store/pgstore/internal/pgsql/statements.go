@@ -9,7 +9,7 @@ const SchemaMarker = "/* schema */"
 // Statements holds the SQL of one store, its schema filled in.
 type Statements struct {
 	// The call path.
-	Get, GetMany, ClaimRead, ClaimReplay, ClaimReadMany, ClaimNew, ClaimNewMany, Claim, ClaimMany, Put, Complete, CompleteLive, Release, Renew, Watch, WaitCheck, Read, Notify string
+	Get, GetMany, ClaimRead, ClaimReplay, ClaimReadMany, ClaimReplayMany, ClaimNew, ClaimNewMany, Claim, ClaimMany, Put, Complete, CompleteLive, Release, Renew, Watch, WaitCheck, Read, Notify string
 	// The reads that hand out an outcome, confirmed on the synchronous
 	// standby (Config.ConfirmReads): each takes a row lock, whose commit
 	// waits for the standby.
@@ -46,6 +46,7 @@ func build(fill func(string) string) Statements {
 		ClaimRead:               fill(claimReadSQL),
 		ClaimReplay:             fill(claimReplaySQL),
 		ClaimReadMany:           fill(claimReadManySQL),
+		ClaimReplayMany:         fill(claimReplayManySQL),
 		ClaimNew:                fill(claimNewSQL),
 		ClaimNewMany:            fill(claimNewManySQL),
 		Claim:                   fill(claimSQL),
@@ -89,7 +90,7 @@ type Named struct {
 // All lists every statement, for tests that check them all.
 func (s Statements) All() []Named {
 	return []Named{
-		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"ClaimReplay", s.ClaimReplay}, {"ClaimReadMany", s.ClaimReadMany}, {"ClaimNew", s.ClaimNew}, {"ClaimNewMany", s.ClaimNewMany}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
+		{"Get", s.Get}, {"GetMany", s.GetMany}, {"ClaimRead", s.ClaimRead}, {"ClaimReplay", s.ClaimReplay}, {"ClaimReadMany", s.ClaimReadMany}, {"ClaimReplayMany", s.ClaimReplayMany}, {"ClaimNew", s.ClaimNew}, {"ClaimNewMany", s.ClaimNewMany}, {"Claim", s.Claim}, {"ClaimMany", s.ClaimMany}, {"Put", s.Put},
 		{"Complete", s.Complete}, {"CompleteLive", s.CompleteLive}, {"Release", s.Release}, {"Renew", s.Renew},
 		{"Watch", s.Watch}, {"WaitCheck", s.WaitCheck}, {"Read", s.Read}, {"Notify", s.Notify},
 		{"ConfirmedGet", s.ConfirmedGet}, {"ConfirmedGetMany", s.ConfirmedGetMany},

@@ -31,7 +31,7 @@ func sum(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 // of ExtendScope and DeleteScope: on Citus each must be routed to the one
 // worker that holds its scope.
 var CallPath = []string{
-	"Get", "GetMany", "ClaimRead", "ClaimReplay", "ClaimReadMany", "Claim", "ClaimMany", "Put", "Complete", "CompleteLive", "Release", "Renew", "Watch", "WaitCheck", "Read",
+	"Get", "GetMany", "ClaimRead", "ClaimReplay", "ClaimReadMany", "ClaimReplayMany", "Claim", "ClaimMany", "Put", "Complete", "CompleteLive", "Release", "Renew", "Watch", "WaitCheck", "Read",
 	"ExtendScope", "DeleteScopeRow", "DeleteScopeRecords",
 }
 
@@ -50,7 +50,7 @@ func Args(name, schema string) ([]any, error) {
 	switch name {
 	case "Get", "Read", "ConfirmedGet", "ConfirmedRead", "ClaimRead", "ClaimReplay", "ConfirmedClaimRead":
 		return []any{Scope, Key}, nil
-	case "GetMany", "ConfirmedGetMany", "ClaimReadMany":
+	case "GetMany", "ConfirmedGetMany", "ClaimReadMany", "ClaimReplayMany":
 		return []any{Scope, [][]byte{Key, sum("other")}}, nil
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
