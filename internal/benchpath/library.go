@@ -85,9 +85,10 @@ func (f *fixture) storeGet(ctx context.Context, c, n int) error {
 }
 
 // storeClaimHit is the store's replay under Execute in exclusive mode: a
-// Claim that finds the call completed.
+// Claim that finds the call completed, with the promise Execute makes
+// (store.WriteOptions.OutcomeOnly).
 func (f *fixture) storeClaimHit(ctx context.Context, c, n int) error {
-	res, err := f.st.Claim(ctx, hitScope, f.entries[f.pick(c, n)], executor.DefaultLease, store.WriteOptions{})
+	res, err := f.st.Claim(ctx, hitScope, f.entries[f.pick(c, n)], executor.DefaultLease, store.WriteOptions{OutcomeOnly: true})
 	if err != nil {
 		return err
 	}

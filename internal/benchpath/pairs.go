@@ -49,7 +49,7 @@ func (f *fixture) pairs() []*pair {
 		},
 		{
 			name:  CaseStoreClaimHit,
-			path:  "store `Claim` on a stored call (key given)",
+			path:  "store `Claim` (`OutcomeOnly`, as `Execute` does) on a stored call (key given)",
 			floor: "SHA-256 + `SELECT result`, as for `Execute` hit",
 			raw:   f.rawHit, lib: f.storeClaimHit,
 		},
