@@ -308,7 +308,9 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	req.ent.Tool = toolName(r, m.cfg.maxTool)
 	var deadline time.Time
 	for {
-		cr, err := m.st.Claim(ctx, req.scope, req.ent, m.cfg.lease, store.WriteOptions{ScopeTTL: m.cfg.keyTTL})
+		// OutcomeOnly: a replay reads the record's fingerprint and outcome
+		// only (replay), so a store may read no more.
+		cr, err := m.st.Claim(ctx, req.scope, req.ent, m.cfg.lease, store.WriteOptions{ScopeTTL: m.cfg.keyTTL, OutcomeOnly: true})
 		if err != nil {
 			if errors.Is(err, store.ErrFingerprintMismatch) {
 				m.mismatch(w)
