@@ -48,12 +48,13 @@ func newNonce() []byte {
 // own grant whose reply was lost) is read next, and decided as above: a
 // round trip more for a wrong hint, which the executor's hints make rare.
 // With WriteOptions.OutcomeOnly (the executor's claims) the read returns
-// only what a replay needs (claimReplaySQL: 7 columns, not 16), and a
-// record that read cannot decide (a call in flight, another call's record)
-// is read again whole.
-// On Citus it is
+// only what a replay needs (claimReplaySQL: 7 columns, not 16); a dead or
+// released record goes to the claim as after the whole read, and a record
+// that read cannot decide (a call in flight, another call's record) is
+// read again whole. Hinted LikelyNew on Citus, the claim is
 // idem_claim_many of one key, delegated to the scope's worker; with
-// ConfirmReads the hint is ignored (the read must wait for the standby).
+// ConfirmReads both hints are ignored (the read must lock, and so wait for
+// the standby).
 //
 // Each Claim draws a nonce that the claim it is granted records. When the
 // connection fails after the statement was sent (the grant may have been
@@ -175,11 +176,12 @@ func (s *Store) lookFirst(ctx context.Context, conn *pgxpool.Conn, scope string,
 // (a turn replayed) is answered by that read, as a SELECT of the keys
 // would be; with WriteOptions.OutcomeOnly that read returns only what a
 // replay needs (claimReplayManySQL), and the keys whose records it cannot
-// decide (in flight, another call's) are read again whole. Either way the entries the first statement did not decide (a
-// record dead, lapsed or released, a key inserted meanwhile by another
-// turn) are then claimed by idem_claim_many, a second round trip. Each
-// statement draws one nonce, and is sent again with it after a connection
-// lost mid-statement, as Claim is. When the second statement fails after
+// decide (in flight, another call's) are read again whole. Either way the
+// entries the first statement did not decide (a record dead, lapsed or
+// released, a key inserted meanwhile by another turn) are then claimed
+// by idem_claim_many, a second round trip. Each statement draws one nonce,
+// and is sent again with it after a connection lost mid-statement, as
+// Claim is. When the second statement fails after
 // the first granted claims, the granted entries are returned as granted
 // and the others carry the failure in their ClaimResult.Err: a claim the
 // database holds is never dropped.
