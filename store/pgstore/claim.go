@@ -324,22 +324,14 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, n
 	if err != nil {
 		return nil, nil, s.translate("claim", err)
 	}
-	at := make(map[keyhash.Sum]int, len(es))
-	for i := range es {
-		at[es[i].Key] = i
-	}
+	index := newBatchIndex(es)
 	out = make([]store.ClaimResult, len(es))
 	decided := make([]bool, len(es))
 	for n := range rows {
 		r := &rows[n]
-		var k keyhash.Sum
-		i, ok := 0, len(r.key) == len(k)
-		if ok {
-			copy(k[:], r.key)
-			i, ok = at[k]
-		}
-		if !ok || decided[i] {
-			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
+		i, err := index.take(r.key)
+		if err != nil {
+			return nil, nil, err
 		}
 		if decides, won := r.rec.decideFirstLook(r.look, es[i].Fingerprint, nonce); decides {
 			decided[i] = true
@@ -352,6 +344,37 @@ func (s *Store) firstLook(ctx context.Context, scope string, es []store.Entry, n
 		}
 	}
 	return out, rest, nil
+}
+
+// batchIndex finds the entry of a batch a row of the database's answer is
+// about, by its key column.
+type batchIndex struct {
+	at   map[keyhash.Sum]int
+	seen []bool
+}
+
+func newBatchIndex(es []store.Entry) batchIndex {
+	at := make(map[keyhash.Sum]int, len(es))
+	for i := range es {
+		at[es[i].Key] = i
+	}
+	return batchIndex{at: at, seen: make([]bool, len(es))}
+}
+
+// take returns the index of the entry of key; a key not asked for, or
+// answered twice, is the database breaking the statement's contract.
+func (b batchIndex) take(key []byte) (int, error) {
+	var k keyhash.Sum
+	i, ok := 0, len(key) == len(k)
+	if ok {
+		copy(k[:], key)
+		i, ok = b.at[k]
+	}
+	if !ok || b.seen[i] {
+		return 0, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", key)}
+	}
+	b.seen[i] = true
+	return i, nil
 }
 
 // entryArrays returns the keys, tools and fingerprints of es, in order:

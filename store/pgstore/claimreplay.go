@@ -3,7 +3,6 @@ package pgstore
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -90,28 +89,18 @@ func (s *Store) claimReplayMany(ctx context.Context, scope string, es []store.En
 	if err != nil {
 		return nil, nil, s.translate("claim", err)
 	}
-	at := make(map[keyhash.Sum]int, len(es))
-	for i := range es {
-		at[es[i].Key] = i
-	}
+	index := newBatchIndex(es)
 	out = make([]store.ClaimResult, len(es))
 	look := make([]replayLook, len(es)) // no row: replayLookClaims
-	seen := make([]bool, len(es))
 	for i := range look {
 		look[i] = replayLookClaims
 	}
 	for n := range rows {
 		r := &rows[n]
-		var k keyhash.Sum
-		i, ok := 0, len(r.key) == len(k)
-		if ok {
-			copy(k[:], r.key)
-			i, ok = at[k]
+		i, err := index.take(r.key)
+		if err != nil {
+			return nil, nil, err
 		}
-		if !ok || seen[i] {
-			return nil, nil, &store.UnavailableError{Op: "claim", Err: fmt.Errorf("the database answered key %x, not asked for or twice", r.key)}
-		}
-		seen[i] = true
 		look[i] = r.rec.decideReplayLook(r.now, es[i].Fingerprint)
 		if look[i] == replayLookReplays {
 			out[i] = s.decideClaim(scope, es[i], false, pgtype.Int2{Int16: r.rec.status, Valid: true}, &r.rec)
