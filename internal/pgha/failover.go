@@ -78,9 +78,12 @@ func (f *Formation) Failover(ctx context.Context, m Method) (FailoverResult, err
 	return res, nil
 }
 
-// switchOver is Failover by Switchover.
+// switchOver is Failover by Switchover. Like a crash, it starts only once
+// the primary's commits wait for the standby (crashable): at rest is not
+// enough, and a switchover of a primary whose list is not in force yet
+// may lose what it acknowledged last.
 func (f *Formation) switchOver(ctx context.Context, res *FailoverResult) error {
-	from, err := f.WaitStable(ctx)
+	from, _, err := f.crashable(ctx)
 	if err != nil {
 		return err
 	}

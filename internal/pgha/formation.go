@@ -153,7 +153,7 @@ func New(t testing.TB, opts Options) *Formation {
 	t.Cleanup(func() {
 		if t.Failed() {
 			if logs, err := f.Logs(context.Background()); err == nil {
-				t.Logf("pgha: the monitor's state changes over the whole run:\n%s", tail(stateChanges(logs), 200))
+				t.Logf("pgha: the state changes over the whole run:\n%s", tail(stateChanges(logs), 400))
 				t.Logf("pgha: the formation's last log lines:\n%s", tail(logs, 60))
 			}
 		}
@@ -363,17 +363,29 @@ func inCI() bool {
 }
 
 // stateChanges keeps the lines of the formation's log in which the
-// monitor assigns or records a node's state: what a failed test needs to
-// tell when the primary ran without its synchronous standby (wait_primary)
-// or which standby was promoted, long before the last lines.
+// monitor assigns or records a node's state, and those in which a node's
+// pg_autoctl acts on replication (an FSM transition, synchronous
+// replication set or disabled, a promotion, PostgreSQL stopped): what a
+// failed test needs to tell when the primary ran without its synchronous
+// standby or which standby was promoted while the old primary still ran,
+// long before the last lines.
 func stateChanges(logs string) string {
 	var keep []string
 	for line := range strings.Lines(logs) {
-		if strings.Contains(line, "New state for node") || strings.Contains(line, "Setting goal state") {
-			keep = append(keep, strings.TrimRight(line, "\n"))
+		for _, what := range stateChangeMarks {
+			if strings.Contains(line, what) {
+				keep = append(keep, strings.TrimRight(line, "\n"))
+				break
+			}
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// stateChangeMarks are what stateChanges looks for in a line.
+var stateChangeMarks = []string{
+	"New state for node", "Setting goal state", // the monitor
+	"FSM transition", "ynchronous replication", "synchronous_standby_names", "Promoting", "stop --mode", // a node's pg_autoctl
 }
 
 // tail is the last n lines of s.

@@ -51,15 +51,22 @@ func TestOptionsAreChecked(t *testing.T) {
 	require.Equal(t, "StartTimeout", oe.Field)
 }
 
-// A failed test logs the monitor's state changes over the whole run, not
-// only the last lines: the lines that assign or record a node's state, in
-// their order, and nothing else.
-func TestStateChangesKeepsTheMonitorsStateLines(t *testing.T) {
+// A failed test logs the state changes over the whole run, not only the
+// last lines: the lines that assign or record a node's state, and those in
+// which a node acts on replication, in their order, and nothing else.
+func TestStateChangesKeepsTheStateAndReplicationLines(t *testing.T) {
 	logs := "15:14:20 66 INFO  New state for node 1 \"node1\" (127.0.0.1:1): primary ➜ wait_primary\n" +
 		"15:14:21 108 INFO  pg_rewind: connected to server\n" +
+		"15:14:21 94 INFO  FSM transition from \"prepare_promotion\" to \"stop_replication\": Prevent against split-brain situations.\n" +
+		"15:14:21 94 INFO  Disabling synchronous replication\n" +
+		"15:14:21 94 INFO  Reloading Postgres configuration and HBA rules\n" +
+		"15:14:21 205 INFO  /usr/lib/postgresql/15/bin/pg_ctl --pgdata /var/lib/postgresql/node2 --wait stop --mode fast\n" +
 		"15:14:22 66 INFO  Setting goal state of node 2 \"node2\" (127.0.0.1:2) to catchingup\n" +
 		"pgha: formation ready\n"
 	require.Equal(t, "15:14:20 66 INFO  New state for node 1 \"node1\" (127.0.0.1:1): primary ➜ wait_primary\n"+
+		"15:14:21 94 INFO  FSM transition from \"prepare_promotion\" to \"stop_replication\": Prevent against split-brain situations.\n"+
+		"15:14:21 94 INFO  Disabling synchronous replication\n"+
+		"15:14:21 205 INFO  /usr/lib/postgresql/15/bin/pg_ctl --pgdata /var/lib/postgresql/node2 --wait stop --mode fast\n"+
 		"15:14:22 66 INFO  Setting goal state of node 2 \"node2\" (127.0.0.1:2) to catchingup", stateChanges(logs))
 	require.Empty(t, stateChanges("pgha: formation ready\n"))
 }
