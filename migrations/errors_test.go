@@ -262,7 +262,7 @@ func TestAMigratingRoleThatDoesNotOwnTheTablesIsRefused(t *testing.T) {
 	require.Empty(t, res)
 	require.ErrorIs(t, err, contract.ErrRefused)
 	require.NotErrorIs(t, err, contract.ErrUnavailable)
-	require.Contains(t, err.Error(), "00005_scope_lock.sql (down)")
+	require.Contains(t, err.Error(), "00006_claim_token.sql (down)")
 	require.Contains(t, err.Error(), "42501")
 	require.NoError(t, schema.Check(ctx, admin, name), "nothing was rolled back")
 }

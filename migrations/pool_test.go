@@ -165,7 +165,7 @@ func TestDownRollsBackTheNewestAndUpRestoresIt(t *testing.T) {
 	res, err := m.Down(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []int64{schema.Latest}, versions(res))
-	require.Equal(t, "00005_scope_lock.sql", res[0].Name)
+	require.Equal(t, "00006_claim_token.sql", res[0].Name)
 	var se *schema.NotMigratedError
 	require.ErrorAs(t, schema.Check(ctx, pool, name), &se)
 	require.Equal(t, schema.Latest-1, se.Have)

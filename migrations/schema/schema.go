@@ -25,7 +25,7 @@ const VersionTable = "idem_goose_version"
 // Latest is the highest migration version: the version a schema must have
 // for this build of idemstore to use it. A test in package migrations keeps
 // it equal to the highest migration file.
-const Latest int64 = 5
+const Latest int64 = 6
 
 // Pattern is the form a schema name must have. It is stricter than
 // PostgreSQL's rules on purpose: lower case only, so the name means the same

@@ -16,7 +16,7 @@ import (
 
 // functionsMigrations are the migrations that create the functions the
 // statements call; their SQL follows the same conventions.
-var functionsMigrations = []string{"00004_functions.sql", "00005_scope_lock.sql"}
+var functionsMigrations = []string{"00004_functions.sql", "00005_scope_lock.sql", "00006_claim_token.sql"}
 
 // sources returns the SQL the conventions apply to: every statement as
 // written, and the functions' migrations.
