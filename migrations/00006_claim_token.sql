@@ -11,8 +11,11 @@
 -- docs/operations.md says never happens (seen in `make chaos-failover`:
 -- "token 16718 granted twice"; pgstore's
 -- TestTakeoverTokenIsNeverOneTheSequenceHandsOutLater). Now idem_claim
--- locks the record's row before it draws, and draws again when the record
--- appeared after that lock with a later token.
+-- locks the record's row before it draws the token it takes the record
+-- with; where there is no row to lock, it inserts with ON CONFLICT DO
+-- NOTHING, and when a record appeared meanwhile, locks it and goes on. It
+-- never writes a token and then another in one transaction (a first fix
+-- did: the chaos audit saw a claim taken over by its own transaction).
 
 -- +goose Up
 
@@ -31,8 +34,8 @@ $define$;
 -- +goose StatementEnd
 
 -- idem_claim as in migration 4, but its token drawn once the record's row
--- is locked, and drawn again when the record was inserted meanwhile with a
--- later one.
+-- is locked (a record inserted meanwhile is locked before a token is drawn
+-- for taking it over).
 -- +goose StatementBegin
 SELECT pg_temp.idem_define($sql$
 CREATE OR REPLACE FUNCTION /* schema */idem_claim(
@@ -51,6 +54,30 @@ BEGIN
     -- row (a claim or release of another caller) has committed its token
     -- once this lock is granted, and the token drawn after it is above it.
     PERFORM FROM /* schema */idem_records r WHERE r.scope = p_scope AND r.key = p_key FOR UPDATE;
+    IF NOT FOUND THEN
+        -- No record to lock: insert one, unless a record appears meanwhile
+        -- (an insert not committed when the lock looked, which this insert
+        -- waits for). Then lock that record and take it as below, with a
+        -- token drawn after: never the record's token + 1 written first and
+        -- a new token after it.
+        v_token := nextval('/* schema */idem_token_seq');
+        INSERT INTO /* schema */idem_records AS r
+            (scope, key, status, tool, fingerprint, token, lease_until, attempts,
+             created_at, updated_at, expires_at, claimed_at, claim_nonce)
+        VALUES (p_scope, p_key, 1 /* pending */, p_tool, p_fingerprint,
+            v_token, v_now + p_lease * interval '1 microsecond', 1,
+            v_now, v_now, v_expires, v_now, p_nonce)
+        ON CONFLICT (scope, key) DO NOTHING
+        RETURNING r.key, true, NULL::smallint,
+            r.status, r.tool, r.fingerprint, r.outcome_kind, r.encoding, r.result, r.token, r.lease_until,
+            r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at
+        INTO v_res;
+        IF FOUND THEN
+            RETURN NEXT v_res;
+            RETURN;
+        END IF;
+        PERFORM FROM /* schema */idem_records r WHERE r.scope = p_scope AND r.key = p_key FOR UPDATE;
+    END IF;
     v_token := nextval('/* schema */idem_token_seq');
     INSERT INTO /* schema */idem_records AS r
         (scope, key, status, tool, fingerprint, token, lease_until, attempts,
@@ -93,21 +120,6 @@ BEGIN
         r.attempts, r.created_at, r.updated_at, r.expires_at, r.last_error, r.claimed_at
     INTO v_res;
     IF FOUND THEN
-        IF v_res.token <> v_token THEN
-            -- The record was inserted after the lock above found none and
-            -- got its token after this claim drew its own (the claim waited
-            -- for it): record's token + 1 is a value the sequence has not
-            -- handed out yet and would hand to another claim. Draw again
-            -- now that the row is locked: on plain PostgreSQL the new value
-            -- is above the record's old token, a token of the sequence's
-            -- own. (On Citus a shard moved to a worker whose range is lower
-            -- keeps record's token + 1.) Drawn apart: Citus refuses a
-            -- volatile function inside an UPDATE.
-            v_token := nextval('/* schema */idem_token_seq');
-            UPDATE /* schema */idem_records r SET token = GREATEST(v_token, r.token)
-            WHERE r.scope = p_scope AND r.key = p_key
-            RETURNING r.token INTO v_res.token;
-        END IF;
         RETURN NEXT v_res;
         RETURN;
     END IF;
