@@ -1,5 +1,5 @@
--- A claim's token is drawn from the sequence after the record is locked
--- when the record got its token after the claim drew one.
+-- A claim draws the token it takes a record with once it holds the
+-- record's row lock.
 --
 -- idem_claim (migration 4) draws its token when its INSERT starts, then
 -- waits for the key's row when another session holds it. When that session

@@ -21,8 +21,9 @@
 //   - The writes that decide something from what they read (Claim, Put,
 //     ExtendScope, an operator's resolution) are functions created by
 //     migration 4 (migrations/00004_functions.sql; migration 5 adds the
-//     scope's advisory lock), so that on Citus each runs whole on the
-//     worker that holds the scope.
+//     scope's advisory lock, migration 6 makes idem_claim draw its token
+//     once the record's row is locked), so that on Citus each runs whole on
+//     the worker that holds the scope.
 //
 // Status values: 1 = pending, 2 = completed, 3 = released. A record is dead
 // when its scope has expired and it is not a pending record whose lease is
