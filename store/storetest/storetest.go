@@ -56,6 +56,13 @@ const (
 	longTTL    = time.Hour
 	longLease  = time.Hour
 
+	// watchedLease is a lease a test watches a waiter under before it ends:
+	// long enough that a loaded machine's pause between the claim and the
+	// end of the watch (notYet) does not end it first, as shortLease can on
+	// a real clock. pastWatched gets past it.
+	watchedLease = 3 * time.Second
+	pastWatched  = watchedLease + 300*time.Millisecond
+
 	// waitLimit bounds how long an expected wake-up may take before the
 	// suite calls it a hang.
 	waitLimit = 10 * time.Second

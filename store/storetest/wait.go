@@ -109,12 +109,12 @@ func testWaitWakesOnRelease(t *testing.T, b Bundle) {
 func testWaitReturnsWhenLeaseEnds(t *testing.T, b Bundle) {
 	ctx, s := testContext(t), b.Store
 	e := call("id", `{}`)
-	c := claim(ctx, t, s, "run", e, shortLease, noOpts)
+	c := claim(ctx, t, s, "run", e, watchedLease, noOpts)
 
 	done := make(chan error, 1)
 	go func() { done <- s.Wait(ctx, "run", e.Key, c.Token) }()
 	requireStillWaiting(t, done)
-	b.Advance(pastShort)
+	b.Advance(pastWatched)
 	require.NoError(t, await(t, done))
 
 	res, err := s.Claim(ctx, "run", e, longLease, noOpts)
