@@ -47,8 +47,8 @@ type Bundle struct {
 }
 
 // Durations chosen so that a real clock works: what must expire does so
-// within a second, what must stay live has an hour, and nothing depends on
-// precision below 50ms.
+// within a second (a lease a test watches first, within a few), what must
+// stay live has an hour, and nothing depends on precision below 50ms.
 const (
 	shortTTL   = 500 * time.Millisecond
 	shortLease = 500 * time.Millisecond
