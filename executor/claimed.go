@@ -161,8 +161,7 @@ func (s *Scoped) storeReconciled(ctx context.Context, ent store.Entry, c store.C
 // from anything else. The read survives ctx's cancellation and is bounded
 // by WriteTimeout; a failed read says no.
 func (e *Idempotent) completedUnder(ctx context.Context, scope string, ent store.Entry, c store.Claim) bool {
-	wctx, cancel := e.writeContext(ctx)
-	defer cancel()
+	wctx := e.writeContext(ctx)
 	rec, err := e.st.Get(wctx, scope, ent.Key)
 	return err == nil && rec.Token == c.Token && rec.Fingerprint == ent.Fingerprint
 }
@@ -192,8 +191,7 @@ func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res
 		s.release(ctx, ent, c, cause)
 		return res, true, nil
 	}
-	wctx, cancel := e.writeContext(ctx)
-	defer cancel()
+	wctx := e.writeContext(ctx)
 	if _, cerr := e.st.Complete(wctx, c, out); cerr != nil {
 		// Bad input, or a store with no room now, was refused before
 		// anything was written: give the claim up so it is not left behind.
@@ -214,8 +212,7 @@ func (s *Scoped) finish(ctx context.Context, ent store.Entry, c store.Claim, res
 // release gives up claim c so that the next caller runs the call.
 func (s *Scoped) release(ctx context.Context, ent store.Entry, c store.Claim, cause string) {
 	e := s.e
-	wctx, cancel := e.writeContext(ctx)
-	defer cancel()
+	wctx := e.writeContext(ctx)
 	// Stores sanitise the cause themselves; doing it here too keeps a store
 	// of one's own from receiving a whole response body.
 	err := e.st.Release(wctx, c, store.SanitizeCause(cause))

@@ -85,8 +85,10 @@ type Config struct {
 	MaxWait time.Duration
 	// WriteTimeout bounds each outcome write (Complete, Release, Put). Those
 	// writes ignore the caller's cancellation, so that a caller that gives
-	// up cannot lose an outcome the tool already produced. Defaults to
-	// DefaultWriteTimeout.
+	// up cannot lose an outcome the tool already produced. A write gets at
+	// least WriteTimeout and at most a quarter more: the writes that start
+	// close together share one deadline, so that a write starts no timer
+	// of its own. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
 
 	// StorePermanentFailures stores a failure the tool marks Permanent, so

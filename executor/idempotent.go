@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"time"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/nilness"
+	"github.com/idemstore/idemstore/internal/sharedbound"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
@@ -33,9 +33,14 @@ type Idempotent struct {
 	keys    keyCache // entries of recent calls, by their bytes
 	newness newness  // whether unseen calls are hinted as new to the store
 
-	// startRenewals is replaced by in-package tests; never nil after New.
-	startRenewals func(every time.Duration, r *renewal)
-	onRenew       func(store.Claim, error)
+	// renewals starts the renewals of calls that outlive RenewEvery.
+	renewals renewalClock
+	// startRenewals is replaced by in-package tests; never nil after New
+	// (renewals.add).
+	startRenewals func(r *renewal)
+	// writeBound bounds the outcome writes (WriteTimeout).
+	writeBound *sharedbound.Bound
+	onRenew    func(store.Claim, error)
 }
 
 // New returns an executor that runs calls through inner, keeping outcomes in
@@ -55,15 +60,17 @@ func New(inner Executor, st store.CallStore, cfg *Config) (*Idempotent, error) {
 		return nil, err
 	}
 	e := &Idempotent{
-		inner:         inner,
-		st:            st,
-		limits:        st.Limits().WithDefaults(),
-		cfg:           c,
-		wopts:         store.WriteOptions{ScopeTTL: c.ScopeTTL},
-		log:           c.Logger,
-		startRenewals: lazyRenewals,
-		onRenew:       func(store.Claim, error) {},
+		inner:      inner,
+		st:         st,
+		limits:     st.Limits().WithDefaults(),
+		cfg:        c,
+		wopts:      store.WriteOptions{ScopeTTL: c.ScopeTTL},
+		log:        c.Logger,
+		onRenew:    func(store.Claim, error) {},
+		writeBound: sharedbound.New(c.WriteTimeout),
 	}
+	e.renewals.every = c.RenewEvery
+	e.startRenewals = e.renewals.add
 	e.local, _ = st.(store.LocalReplayer)
 	e.flights.init()
 	e.keys.init(c.KeyCacheBytes)
@@ -302,10 +309,12 @@ func (e *Idempotent) outcomeOf(res Result) (store.Outcome, bool) {
 }
 
 // writeContext detaches an outcome write from the caller's cancellation and
-// bounds it by Config.WriteTimeout: a caller that gives up must not lose an
-// outcome the tool already produced.
-func (e *Idempotent) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
+// bounds it by Config.WriteTimeout (up to a quarter more): a caller that
+// gives up must not lose an outcome the tool already produced. The bound is
+// a deadline shared with the executor's other writes, so that a write
+// starts no timer (package sharedbound).
+func (e *Idempotent) writeContext(ctx context.Context) context.Context {
+	return e.writeBound.Detached(ctx)
 }
 
 // callInfo is what the tool finds in its context.

@@ -198,9 +198,9 @@ func TestCallShorterThanRenewEveryStartsNoRenewal(t *testing.T) {
 	var renewed atomic.Int64
 	b.idem.onRenew = func(store.Claim, error) { renewed.Add(1) }
 	var rs []*renewal
-	b.idem.startRenewals = func(every time.Duration, r *renewal) {
+	b.idem.startRenewals = func(r *renewal) {
 		rs = append(rs, r)
-		lazyRenewals(every, r) // the production start
+		b.idem.renewals.add(r) // the production start
 	}
 	before := goleak.IgnoreCurrent()
 	var during error
@@ -235,9 +235,9 @@ func TestLongCallRenewsOnTheProductionTimer(t *testing.T) {
 		}
 	}
 	var rs []*renewal
-	b.idem.startRenewals = func(every time.Duration, r *renewal) {
+	b.idem.startRenewals = func(r *renewal) {
 		rs = append(rs, r)
-		lazyRenewals(every, r)
+		b.idem.renewals.add(r)
 	}
 	b.tool.behave = func(context.Context, Call) (Result, error) {
 		for range 2 { // the first renewal and one on the ticker

@@ -118,7 +118,7 @@ type manualRenewals struct {
 // useManualRenewals must be called before s runs any call.
 func useManualRenewals(s *Scoped) *manualRenewals {
 	m := &manualRenewals{ticks: make(chan time.Time), renewed: make(chan error, 16)}
-	s.e.startRenewals = func(_ time.Duration, r *renewal) {
+	s.e.startRenewals = func(r *renewal) {
 		m.mu.Lock()
 		m.started = append(m.started, r)
 		m.mu.Unlock()

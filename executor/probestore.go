@@ -56,8 +56,7 @@ func (s *Scoped) runUnclaimed(ctx context.Context, call Call, ent store.Entry) (
 	if !ok {
 		return res, nil
 	}
-	wctx, cancel := e.writeContext(ctx)
-	defer cancel()
+	wctx := e.writeContext(ctx)
 	_, stored, err := e.st.Put(wctx, s.scope, ent, out, e.wopts)
 	if err != nil {
 		e.warn(ctx, "idemstore: the tool ran but its outcome was not stored", s.scope, ent, err)

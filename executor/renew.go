@@ -9,9 +9,9 @@ import (
 )
 
 // renewal keeps a claim's lease alive while its call runs. Nothing runs for
-// a call that ends before its first renewal is due: a timer starts the
-// renewals only then (lazyRenewals), so a quick call costs one timer and no
-// goroutine. Once started, the renewals never outlive the call: stop ends
+// a call that ends before its first renewal is due: the executor's
+// renewalClock starts the renewals only then, so a quick call costs no
+// goroutine and no timer of its own. Once started, the renewals never outlive the call: stop ends
 // them and waits.
 type renewal struct {
 	e      *Idempotent
@@ -20,7 +20,13 @@ type renewal struct {
 	scope  string
 	ent    store.Entry
 
-	timer   *time.Timer // starts the renewals; nil when a test started them
+	// Set by the renewalClock that queued the renewal (nil when a test
+	// started them); prev, next and queued are guarded by its mu.
+	clock      *renewalClock
+	due        time.Time // when the first renewal is due
+	prev, next *renewal
+	queued     bool
+
 	stopCh  chan struct{}
 	done    chan struct{} // closed when the renewals ended, once they started
 	stopped bool          // used from the call's goroutine only
@@ -39,20 +45,18 @@ func (e *Idempotent) startRenewal(ctx context.Context, scope string, ent store.E
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &renewal{e: e, ctx: rctx, cancel: cancel, scope: scope, ent: ent, claim: c,
 		stopCh: make(chan struct{}), done: make(chan struct{})}
-	e.startRenewals(e.cfg.RenewEvery, r)
+	e.startRenewals(r)
 	return r
 }
 
-// lazyRenewals is the production start: after one interval, renew, then
-// renew on a ticker.
-func lazyRenewals(every time.Duration, r *renewal) {
-	r.timer = time.AfterFunc(every, func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		ticks := make(chan time.Time, 1)
-		ticks <- time.Now() // the first renewal is due now
-		r.run(ticks, t.C)
-	})
+// renewEvery renews now, then on a ticker of every, until stop: what the
+// renewalClock starts once r's first renewal is due.
+func (r *renewal) renewEvery(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	ticks := make(chan time.Time, 1)
+	ticks <- time.Now() // the first renewal is due now
+	r.run(ticks, t.C)
 }
 
 // run renews on every tick of either channel until stop.
@@ -102,7 +106,7 @@ func (r *renewal) stop() (store.Claim, bool) {
 	if !r.stopped {
 		r.stopped = true
 		r.cancel()
-		if r.timer != nil && r.timer.Stop() {
+		if r.clock != nil && r.clock.remove(r) {
 			// The renewals never started: nothing to wait for.
 			close(r.done)
 			return r.claim, r.lost

@@ -127,8 +127,11 @@ type Config struct {
 	PollInterval time.Duration
 	// WriteTimeout bounds Complete and Release, which run under
 	// context.WithoutCancel so that a caller giving up cannot lose a
-	// finished outcome. It must lie between MinWriteTimeout and
-	// MaxWriteTimeout. Defaults to DefaultWriteTimeout.
+	// finished outcome. A write gets at least WriteTimeout and at most a
+	// quarter more: the writes that start close together share one
+	// deadline, so that a write starts no timer of its own. It must lie
+	// between MinWriteTimeout and MaxWriteTimeout. Defaults to
+	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// MaxRetries bounds how often one operation is sent again after a
 	// failure that cannot have taken effect: a connection lost before the

@@ -26,8 +26,9 @@
 //     reply was lost (the connection died after the commit) is sent again
 //     and gets its own claim back instead of finding it in flight until its
 //     lease ends;
-//   - Complete and Release run under context.WithoutCancel plus a timeout, so
-//     a caller that gives up cannot lose a finished outcome; CompleteTx
+//   - Complete and Release run under context.WithoutCancel plus a bound
+//     (Config.WriteTimeout), so a caller that gives up cannot lose a
+//     finished outcome; CompleteTx
 //     stores the outcome inside the caller's own pgx.Tx, so a tool's write to
 //     the same database and its record commit together;
 //   - a failure that cannot have taken effect (a connection lost before the

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/contract"
+	"github.com/idemstore/idemstore/internal/sharedbound"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore/internal/pgsql"
 )
@@ -54,8 +55,9 @@ type Store struct {
 	retryBackoff    time.Duration
 	maxRetryBackoff time.Duration
 	acquireTimeout  time.Duration
-	maxClaimBatch   int          // Config.MaxClaimBatch
-	bound           acquireBound // the acquires' shared deadline (acquireTimeout)
+	maxClaimBatch   int                // Config.MaxClaimBatch
+	bound           *sharedbound.Bound // the acquires' shared deadline (acquireTimeout)
+	writeBound      *sharedbound.Bound // the outcome writes' shared deadline (writeTimeout)
 
 	waiters  waiters
 	listener *listener
@@ -109,7 +111,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		acquireTimeout:  c.AcquireTimeout,
 		maxClaimBatch:   c.MaxClaimBatch,
 	}
-	s.bound.timeout = c.AcquireTimeout
+	s.bound, s.writeBound = sharedbound.New(c.AcquireTimeout), sharedbound.New(c.WriteTimeout)
 	if c.ConfirmReads {
 		s.sql.Get, s.sql.GetMany, s.sql.ClaimRead = s.sql.ConfirmedGet, s.sql.ConfirmedGetMany, s.sql.ConfirmedClaimRead
 		s.readBack = s.sql.ConfirmedRead
@@ -203,9 +205,10 @@ func micros(d time.Duration) int64 {
 
 // outcomeContext is the context of an outcome write: not cancelled with the
 // caller's (a caller that gives up must not lose a finished result) but
-// bounded by WriteTimeout.
-func (s *Store) outcomeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.writeTimeout)
+// bounded by WriteTimeout (up to a quarter more), a deadline shared with
+// the other writes, so that a write starts no timer (package sharedbound).
+func (s *Store) outcomeContext(ctx context.Context) context.Context {
+	return s.writeBound.Detached(ctx)
 }
 
 // counters are the store's Stats.

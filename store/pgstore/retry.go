@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemstore/idemstore/internal/backoff"
+	"github.com/idemstore/idemstore/internal/sharedbound"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -25,21 +26,30 @@ import (
 func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 	actx := ctx
 	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.acquireTimeout {
-		if ctx.Done() == nil {
-			// A context that can never be cancelled (Background, or an
-			// outcome write's WithoutCancel) takes the shared bound as it
-			// is, with no context of its own: a cancellable one costs an
-			// AfterFunc registered on the shared bound, and the callers of
-			// a busy store then queue for that bound's lock.
-			actx = boundedContext{Context: ctx, bound: s.bound.current()}
-		} else {
+		shared, isShared := ctx.(sharedbound.Context)
+		switch {
+		case ctx.Done() == nil:
+			// A context that can never be cancelled (Background, say)
+			// takes the shared bound as it is, with no context of its
+			// own: a cancellable one costs an AfterFunc registered on the
+			// shared bound, and the callers of a busy store then queue for
+			// that bound's lock.
+			actx = sharedbound.Bounded(ctx, s.bound.Current())
+		case isShared:
+			// An outcome write's context (outcomeContext), cancelled by
+			// nothing but its shared deadline: the acquires' bound as it
+			// is when it ends first, else the write's own.
+			if bound := s.bound.Current(); !deadlineOf(bound).After(deadline) {
+				actx = sharedbound.Bounded(shared.Parent(), bound)
+			}
+		default:
 			// Not context.WithTimeout: a timer per operation, whose start
 			// wakes an idle thread of the runtime, cost 2-3 µs of a 60 µs
 			// replay, mostly for an acquire that finds an idle connection
 			// at once.
 			var cancel context.CancelCauseFunc
 			actx, cancel = context.WithCancelCause(ctx)
-			stop := context.AfterFunc(s.bound.current(), func() { cancel(context.DeadlineExceeded) })
+			stop := context.AfterFunc(s.bound.Current(), func() { cancel(context.DeadlineExceeded) })
 			defer func() {
 				stop()
 				cancel(nil)
@@ -209,4 +219,10 @@ func (s *Store) settleTimedOut(ctx context.Context, op string, c store.Claim, do
 func (s *Store) logSettled(ctx context.Context, op string, c store.Claim, what string, err error) {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "idemstore: "+op+" sent, its answer lost or late; settled by reading the record back: "+what,
 		slog.String("scope", c.Scope), slog.String("key", c.Key.String()), slog.Int64("token", c.Token), slog.Any("error", err))
+}
+
+// deadlineOf is ctx's deadline (a shared bound's: there is one).
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }

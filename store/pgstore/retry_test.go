@@ -157,7 +157,7 @@ func TestPoolExhaustionGivesATypedErrorInTime(t *testing.T) {
 		},
 		"complete": func() error { _, err := st.Complete(ctx, c, success("x")); return err },
 		"wait":     func() error { return st.Wait(ctx, "run", e.Key, c.Token) },
-		// Bounded without a context of its own (boundedContext).
+		// Bounded without a context of its own (sharedbound.Bounded).
 		"get, a context never cancelled": func() error {
 			_, err := st.Get(context.WithoutCancel(ctx), "run", e.Key)
 			return err

@@ -135,8 +135,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 	if err := store.CheckOutcome(s.limits, out); err != nil {
 		return store.Record{}, err
 	}
-	ctx, cancel := s.outcomeContext(ctx)
-	defer cancel()
+	ctx = s.outcomeContext(ctx)
 	var rec store.Record
 	settled, err := s.fencedWrite(ctx, "complete", c, store.StatusCompleted, func(conn *pgxpool.Conn) error {
 		var (
@@ -273,8 +272,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim, cause string) error 
 		return err
 	}
 	cause = store.SanitizeCause(cause)
-	ctx, cancel := s.outcomeContext(ctx)
-	defer cancel()
+	ctx = s.outcomeContext(ctx)
 	_, err := s.fencedWrite(ctx, "release", c, store.StatusReleased, func(conn *pgxpool.Conn) error {
 		var watched bool
 		if err := conn.QueryRow(ctx, s.sql.Release, c.Scope, c.Key[:], c.Token, cause).Scan(&watched); err != nil {

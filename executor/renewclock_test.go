@@ -1,0 +1,153 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemstore/idemstore/store"
+)
+
+// armsOf is how many times c's timer was armed.
+func armsOf(c *renewalClock) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.arms
+}
+
+// Calls one after another that each end before RenewEvery share one timer:
+// the clock is armed by the first and stays armed, whatever the number of
+// calls (a timer per call woke an idle runtime thread each time).
+func TestQuickCallsOneAfterAnotherArmTheRenewalTimerOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: 20 * time.Minute})
+	for i := range 50 {
+		_, err := b.exec.Execute(context.Background(), call("quick", fmt.Sprintf(`{"i":%d}`, i)))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, armsOf(&b.idem.renewals), "one timer for 50 quick calls")
+	require.Zero(t, b.calls.counts()["Renew"])
+	b.idem.renewals.mu.Lock()
+	defer b.idem.renewals.mu.Unlock()
+	require.Nil(t, b.idem.renewals.head, "no call is left queued")
+}
+
+// A call that starts after the one the timer was set for ended is renewed
+// when its own first renewal falls due, never earlier: the timer that fires
+// with nothing due is set again for the earliest call queued.
+func TestCallQueuedBehindAnEndedOneIsRenewedWhenDueNotBefore(t *testing.T) {
+	t.Parallel()
+	const every = 100 * time.Millisecond
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: every})
+	var firstRenewal atomic.Pointer[time.Time]
+	renewed := make(chan error, 64)
+	b.idem.onRenew = func(_ store.Claim, err error) {
+		now := time.Now()
+		firstRenewal.CompareAndSwap(nil, &now)
+		select {
+		case renewed <- err:
+		default:
+		}
+	}
+	_, err := b.exec.Execute(context.Background(), call("quick", `{}`)) // arms the timer
+	require.NoError(t, err)
+	time.Sleep(every / 2)
+	b.tool.behave = func(context.Context, Call) (Result, error) {
+		for range 2 { // the first renewal and one on the ticker
+			select {
+			case err := <-renewed:
+				if err != nil {
+					return Result{}, err
+				}
+			case <-time.After(10 * time.Second):
+				return Result{}, errors.New("never renewed")
+			}
+		}
+		return Result{Output: []byte("long")}, nil
+	}
+	start := time.Now()
+	_, err = b.exec.Execute(context.Background(), call("long", `{}`))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, firstRenewal.Load().Sub(start), every, "not renewed before its first renewal was due")
+	require.GreaterOrEqual(t, armsOf(&b.idem.renewals), 2, "the timer was set again for the later call")
+}
+
+// Quick and long calls at once, from many goroutines: every long call is
+// renewed, no quick one is, and the clock is left with nothing queued
+// (go test -race checks the queue's locking).
+func TestConcurrentQuickAndLongCallsRenewOnlyTheLongOnes(t *testing.T) {
+	t.Parallel()
+	const every = 20 * time.Millisecond
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: every})
+	var mu sync.Mutex
+	renewedKeys := map[string]int{}
+	b.tool.behave = func(ctx context.Context, c Call) (Result, error) {
+		if c.Tool == "long" {
+			time.Sleep(5 * every)
+		}
+		return Result{Output: []byte(c.Tool)}, nil
+	}
+	var longs []*renewal
+	b.idem.startRenewals = func(r *renewal) {
+		mu.Lock()
+		if r.ent.Tool == "long" {
+			longs = append(longs, r)
+		}
+		mu.Unlock()
+		b.idem.renewals.add(r)
+	}
+	b.idem.onRenew = func(c store.Claim, err error) {
+		if err == nil {
+			mu.Lock()
+			renewedKeys[string(c.Key[:])]++
+			mu.Unlock()
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				tool := "quick"
+				if i%10 == 0 {
+					tool = "long"
+				}
+				_, err := b.exec.Execute(context.Background(), call(tool, fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)))
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, longs, 16)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range longs {
+		require.Positive(t, renewedKeys[string(r.ent.Key[:])], "a long call was renewed")
+	}
+	require.Len(t, renewedKeys, len(longs), "only the long calls were renewed")
+	b.idem.renewals.mu.Lock()
+	defer b.idem.renewals.mu.Unlock()
+	require.Nil(t, b.idem.renewals.head, "no call is left queued")
+}
+
+// Once the clock started a call's renewals, remove says so, and stop waits
+// for them instead of reporting them never started.
+func TestRemoveAfterTheClockStartedTheRenewalsReportsIt(t *testing.T) {
+	t.Parallel()
+	c := &renewalClock{every: time.Hour}
+	r := &renewal{stopCh: make(chan struct{}), done: make(chan struct{})}
+	c.add(r)
+	require.True(t, c.remove(r), "queued: removed")
+	require.False(t, c.remove(r), "removed once")
+	c.add(r)
+	c.mu.Lock()
+	c.unlink(r) // what fire does for a call due
+	c.mu.Unlock()
+	require.False(t, c.remove(r), "started: not removed")
+	c.timer.Stop()
+}
