@@ -98,7 +98,7 @@ func (s *Store) Claim(ctx context.Context, scope string, e store.Entry, lease ti
 			// The insert of a new record (claimNewSQL); no row: the key
 			// has a record, which the read decides from.
 			err = queryRow(ctx, conn, s.sql.ClaimNew,
-				[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce, s.tokenSeq},
+				[]any{scope, e.Key[:], e.Tool, e.Fingerprint[:], micros(lease), ttl, nonce},
 				&row.token, &row.leaseUntil, &row.createdAt, &row.expiresAt)
 			if err == nil {
 				row.setInserted(e)
@@ -288,7 +288,7 @@ func (s *Store) claimNewMany(ctx context.Context, scope string, es []store.Entry
 	keys, tools, fps := entryArrays(es)
 	nonce := newNonce()
 	return s.firstLook(ctx, scope, es, nonce, s.sql.ClaimNewMany, scope, keys, tools, fps,
-		micros(lease), micros(opts.TTL(s.defaultTTL)), nonce, s.tokenSeq)
+		micros(lease), micros(opts.TTL(s.defaultTTL)), nonce)
 }
 
 // firstLook runs a batch's first statement, sql with args, whose rows are

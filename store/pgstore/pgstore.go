@@ -40,7 +40,6 @@ type Store struct {
 	pool         *pgxpool.Pool
 	schema       string
 	sql          pgsql.Statements
-	tokenSeq     string // the schema's idem_token_seq, qualified and quoted (claimNewSQL's $8)
 	readBack     string // the read that settles a write: Read, or ConfirmedRead (Config.ConfirmReads)
 	confirmReads bool   // Config.ConfirmReads
 	channel      string
@@ -95,7 +94,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		pool:         pool,
 		schema:       c.Schema,
 		sql:          pgsql.New(quoteIdent(c.Schema)),
-		tokenSeq:     quoteIdent(c.Schema) + ".idem_token_seq",
 		channel:      channelName(c.Schema),
 		defaultTTL:   c.DefaultScopeTTL,
 		limits:       c.Limits.WithDefaults(),

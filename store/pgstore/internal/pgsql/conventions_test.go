@@ -23,7 +23,7 @@ var functionsMigrations = []string{"00004_functions.sql", "00005_scope_lock.sql"
 func sources(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, n := range pgsql.AsWritten().All() {
+	for _, n := range pgsql.Source().All() {
 		out[n.Name] = n.SQL
 	}
 	for _, name := range functionsMigrations {
@@ -106,7 +106,7 @@ var definitions = regexp.MustCompile(`(?s)\$sql\$(.*?)\$sql\$`)
 // of the store is marked, and New leaves no marker behind.
 func TestEveryStoreObjectCarriesTheSchemaMarker(t *testing.T) {
 	t.Parallel()
-	for _, n := range pgsql.AsWritten().All() {
+	for _, n := range pgsql.Source().All() {
 		for _, m := range storeObject.FindAllStringSubmatch(n.SQL, -1) {
 			require.NotEmpty(t, m[1], "%s names %s without the schema marker", n.Name, m[0])
 		}

@@ -3,7 +3,9 @@ package pgsql
 import "strings"
 
 // SchemaMarker is what stands for the store's schema in every statement:
-// a comment right before a table or function name.
+// a comment right before a table or function name, or at the start of a
+// string literal that names one ('/* schema */idem_token_seq'::regclass, a
+// constant PostgreSQL resolves when it plans the statement).
 const SchemaMarker = "/* schema */"
 
 // Statements holds the SQL of one store, its schema filled in.
@@ -28,15 +30,27 @@ type Statements struct {
 
 // New returns the statements of a store whose schema is quotedSchema (a
 // validated name, quoted as an identifier): the one replacement of
-// SchemaMarker by quotedSchema and a dot.
+// SchemaMarker by quotedSchema and a dot (in a string literal, with its
+// quotes doubled).
 func New(quotedSchema string) Statements {
-	return build(func(sql string) string { return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".") })
+	literal := "'" + strings.ReplaceAll(quotedSchema, "'", "''") + "."
+	return build(func(sql string) string {
+		sql = strings.ReplaceAll(sql, "'"+SchemaMarker, literal)
+		return strings.ReplaceAll(sql, SchemaMarker, quotedSchema+".")
+	})
 }
 
 // AsWritten returns the statements as written in the source, markers and
-// all: valid PostgreSQL that, with search_path set to a store's schema,
-// does what New's statements do (this package's tests run them so).
-func AsWritten() Statements { return build(func(sql string) string { return sql }) }
+// all but those in string literals, which are dropped: valid PostgreSQL
+// that, with search_path set to a store's schema, does what New's
+// statements do (this package's tests run them so).
+func AsWritten() Statements {
+	return build(func(sql string) string { return strings.ReplaceAll(sql, "'"+SchemaMarker, "'") })
+}
+
+// Source returns the statements exactly as written in the source, every
+// marker kept: what the conventions tests read.
+func Source() Statements { return build(func(sql string) string { return sql }) }
 
 // build returns the statements, each passed through fill.
 func build(fill func(string) string) Statements {

@@ -55,13 +55,13 @@ func Args(name, schema string) ([]any, error) {
 	case "Claim":
 		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
 	case "ClaimNew":
-		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce, pgx.Identifier{schema, "idem_token_seq"}.Sanitize()}, nil
+		return []any{Scope, Key, "send_mail", Fingerprint, lease, ttl, Nonce}, nil
 	case "ClaimMany":
 		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
 			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
 	case "ClaimNewMany":
 		return []any{Scope, [][]byte{Key, sum("other")}, []string{"send_mail", "send_mail"},
-			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce, pgx.Identifier{schema, "idem_token_seq"}.Sanitize()}, nil
+			[][]byte{Fingerprint, sum("other call")}, lease, ttl, Nonce}, nil
 	case "Put":
 		return []any{Scope, Key, "send_mail", Fingerprint, int16(store.KindSuccess), int16(1), []byte("result"), ttl}, nil
 	case "Complete", "CompleteLive":
