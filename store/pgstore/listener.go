@@ -16,6 +16,13 @@ const (
 	listenerMinBackoff = 100 * time.Millisecond
 	listenerMaxBackoff = 5 * time.Second
 	listenerCloseWait  = time.Second
+	// listenerConnectTimeout bounds a connection attempt of the listener
+	// when the pool's settings set none (connect_timeout): an attempt made
+	// while the server restarts can be accepted and never answered (a
+	// container's published port), and without a bound the listener
+	// waited on it for good, its waiters never woken by notifications
+	// again.
+	listenerConnectTimeout = 10 * time.Second
 )
 
 // listener holds the one connection of a Store that LISTENs on the store's
@@ -32,6 +39,9 @@ type listener struct {
 	log     *slog.Logger
 	waiters *waiters
 
+	// connectTimeout is listenerConnectTimeout but in tests.
+	connectTimeout time.Duration
+
 	mu      sync.Mutex
 	started bool               // guarded by mu
 	stopped bool               // guarded by mu
@@ -41,7 +51,8 @@ type listener struct {
 }
 
 func newListener(pool *pgxpool.Pool, channel string, log *slog.Logger, ws *waiters) *listener {
-	return &listener{pool: pool, channel: channel, log: log, waiters: ws, ready: make(chan struct{})}
+	return &listener{pool: pool, channel: channel, log: log, waiters: ws, ready: make(chan struct{}),
+		connectTimeout: listenerConnectTimeout}
 }
 
 // start runs the listener unless it runs already or was stopped, and returns
@@ -136,6 +147,9 @@ func (l *listener) session(ctx context.Context, listening func()) error {
 
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	cfg := l.pool.Config() // a copy: safe to change
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = l.connectTimeout
+	}
 	if cfg.BeforeConnect != nil {
 		if err := cfg.BeforeConnect(ctx, cfg.ConnConfig); err != nil {
 			return nil, err
