@@ -62,12 +62,16 @@ func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	claim(ctx, t, s, "expired", abandoned, shortLease, ttl(shortTTL))
 	claim(ctx, t, s, "outlived", stuck, longLease, ttl(shortTTL)) // held past its scope's expiry
 
-	b.Advance(pastShort)
+	// Held past watchedLease, the bar for stuck below: the claims made
+	// after this are younger than it even when a loaded machine pauses
+	// before the query (on a real clock, a bar of shortLease could be
+	// passed by the fresh claim too).
+	b.Advance(pastWatched)
 	c = claim(ctx, t, s, "run", fresh, longLease, noOpts) // just claimed: fine
 	_, err := s.Renew(ctx, stuckClaim, longLease)         // renewed, but held since before
 	require.NoError(t, err)
 
-	q := store.AttentionQuery{Scope: "run", StuckAfter: shortLease}
+	q := store.AttentionQuery{Scope: "run", StuckAfter: watchedLease}
 	list, err := ins.ListAttention(ctx, q)
 	require.NoError(t, err)
 	require.Equal(t, map[keyhash.Sum]store.Problem{
@@ -101,7 +105,7 @@ func testInspectorListsRecordsNeedingAttention(t *testing.T, b Bundle) {
 	require.NoError(t, err)
 	require.NotContains(t, problems(list), stuck.Key, "held for less than StuckAfter")
 
-	all, err := ins.ListAttention(ctx, store.AttentionQuery{StuckAfter: shortLease})
+	all, err := ins.ListAttention(ctx, store.AttentionQuery{StuckAfter: watchedLease})
 	require.NoError(t, err)
 	var scopes []string
 	for _, a := range all {

@@ -56,10 +56,11 @@ const (
 	longTTL    = time.Hour
 	longLease  = time.Hour
 
-	// watchedLease is a lease a test watches a waiter under before it ends:
-	// long enough that a loaded machine's pause between the claim and the
-	// end of the watch (notYet) does not end it first, as shortLease can on
-	// a real clock. pastWatched gets past it.
+	// watchedLease is a lease a test watches a waiter under before it ends
+	// (or a claim's age a test tells apart from a fresh one's): long enough
+	// that a loaded machine's pause between the claim and the end of the
+	// watch (notYet) does not end it first, as shortLease can on a real
+	// clock. pastWatched gets past it.
 	watchedLease = 3 * time.Second
 	pastWatched  = watchedLease + 300*time.Millisecond
 
