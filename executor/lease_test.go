@@ -239,19 +239,7 @@ func TestLongCallRenewsOnTheProductionTimer(t *testing.T) {
 		rs = append(rs, r)
 		b.idem.renewals.add(r)
 	}
-	b.tool.behave = func(context.Context, Call) (Result, error) {
-		for range 2 { // the first renewal and one on the ticker
-			select {
-			case err := <-renewed:
-				if err != nil {
-					return Result{}, err
-				}
-			case <-time.After(10 * time.Second):
-				return Result{}, errors.New("never renewed")
-			}
-		}
-		return Result{Output: []byte("long")}, nil
-	}
+	b.tool.behave = runsUntilRenewedTwice(renewed)
 	_, err := b.exec.Execute(context.Background(), call("long", `{}`))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, b.calls.counts()["Renew"], 2)
@@ -305,4 +293,22 @@ func TestStaleHolderGetsLeaseLostAndOutcomeNotStored(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Result{Output: []byte("fresh"), Replayed: true}, again)
 	require.EqualValues(t, 2, b.tool.runs.Load())
+}
+
+// runsUntilRenewedTwice is a tool that returns once renewed reported the
+// first renewal and one on the ticker, or fails after 10 s without them.
+func runsUntilRenewedTwice(renewed <-chan error) func(context.Context, Call) (Result, error) {
+	return func(context.Context, Call) (Result, error) {
+		for range 2 {
+			select {
+			case err := <-renewed:
+				if err != nil {
+					return Result{}, err
+				}
+			case <-time.After(10 * time.Second):
+				return Result{}, errors.New("never renewed")
+			}
+		}
+		return Result{Output: []byte("long")}, nil
+	}
 }

@@ -11,8 +11,8 @@ import (
 // renewal keeps a claim's lease alive while its call runs. Nothing runs for
 // a call that ends before its first renewal is due: the executor's
 // renewalClock starts the renewals only then, so a quick call costs no
-// goroutine and no timer of its own. Once started, the renewals never outlive the call: stop ends
-// them and waits.
+// goroutine and no timer of its own. Once started, the renewals never
+// outlive the call: stop ends them and waits.
 type renewal struct {
 	e      *Idempotent
 	ctx    context.Context // the call's, detached from its cancellation

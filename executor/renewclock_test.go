@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -58,19 +57,7 @@ func TestCallQueuedBehindAnEndedOneIsRenewedWhenDueNotBefore(t *testing.T) {
 	_, err := b.exec.Execute(context.Background(), call("quick", `{}`)) // arms the timer
 	require.NoError(t, err)
 	time.Sleep(every / 2)
-	b.tool.behave = func(context.Context, Call) (Result, error) {
-		for range 2 { // the first renewal and one on the ticker
-			select {
-			case err := <-renewed:
-				if err != nil {
-					return Result{}, err
-				}
-			case <-time.After(10 * time.Second):
-				return Result{}, errors.New("never renewed")
-			}
-		}
-		return Result{Output: []byte("long")}, nil
-	}
+	b.tool.behave = runsUntilRenewedTwice(renewed)
 	start := time.Now()
 	_, err = b.exec.Execute(context.Background(), call("long", `{}`))
 	require.NoError(t, err)
