@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -66,36 +68,43 @@ func TestCallQueuedBehindAnEndedOneIsRenewedWhenDueNotBefore(t *testing.T) {
 }
 
 // Quick and long calls at once, from many goroutines: every long call is
-// renewed, no quick one is, and the clock is left with nothing queued
-// (go test -race checks the queue's locking).
-func TestConcurrentQuickAndLongCallsRenewOnlyTheLongOnes(t *testing.T) {
+// renewed (its tool returns only once it was), and the clock is left with
+// nothing queued (go test -race checks the queue's locking). That a quick
+// call makes no renewal is TestCallShorterThanRenewEveryStartsNoRenewal's,
+// with an interval no scheduler stall reaches.
+func TestConcurrentCallsRenewEveryLongOneAndLeaveNothingQueued(t *testing.T) {
 	t.Parallel()
-	const every = 20 * time.Millisecond
-	b := setup(t, &Config{Lease: time.Hour, RenewEvery: every})
+	b := setup(t, &Config{Lease: time.Hour, RenewEvery: 20 * time.Millisecond})
 	var mu sync.Mutex
-	renewedKeys := map[string]int{}
+	renewed := map[keyhash.Sum]chan struct{}{}       // closed at a key's first renewal
+	renewedOf := func(k keyhash.Sum) chan struct{} { // mu is held
+		if _, ok := renewed[k]; !ok {
+			renewed[k] = make(chan struct{})
+		}
+		return renewed[k]
+	}
+	b.idem.onRenew = func(c store.Claim, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ch := renewedOf(c.Key); err == nil && !isClosed(ch) {
+			close(ch)
+		}
+	}
 	b.tool.behave = func(ctx context.Context, c Call) (Result, error) {
 		if c.Tool == "long" {
-			time.Sleep(5 * every)
+			info, _ := CallInfoFrom(ctx)
+			mu.Lock()
+			ch := renewedOf(info.Key)
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				return Result{}, errors.New("a long call was never renewed")
+			}
 		}
 		return Result{Output: []byte(c.Tool)}, nil
 	}
-	var longs []*renewal
-	b.idem.startRenewals = func(r *renewal) {
-		mu.Lock()
-		if r.ent.Tool == "long" {
-			longs = append(longs, r)
-		}
-		mu.Unlock()
-		b.idem.renewals.add(r)
-	}
-	b.idem.onRenew = func(c store.Claim, err error) {
-		if err == nil {
-			mu.Lock()
-			renewedKeys[string(c.Key[:])]++
-			mu.Unlock()
-		}
-	}
+	errs := make(chan error, 8*20)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -105,21 +114,28 @@ func TestConcurrentQuickAndLongCallsRenewOnlyTheLongOnes(t *testing.T) {
 					tool = "long"
 				}
 				_, err := b.exec.Execute(context.Background(), call(tool, fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)))
-				require.NoError(t, err)
+				errs <- err
 			}
 		})
 	}
 	wg.Wait()
-	require.Len(t, longs, 16)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, r := range longs {
-		require.Positive(t, renewedKeys[string(r.ent.Key[:])], "a long call was renewed")
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
-	require.Len(t, renewedKeys, len(longs), "only the long calls were renewed")
 	b.idem.renewals.mu.Lock()
 	defer b.idem.renewals.mu.Unlock()
 	require.Nil(t, b.idem.renewals.head, "no call is left queued")
+}
+
+// isClosed says whether ch is closed, without waiting.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Once the clock started a call's renewals, remove says so, and stop waits

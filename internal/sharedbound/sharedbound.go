@@ -41,9 +41,6 @@ type window struct {
 // New returns a Bound of timeout (positive).
 func New(timeout time.Duration) *Bound { return &Bound{timeout: timeout} }
 
-// Timeout is the least time a deadline of b leaves.
-func (b *Bound) Timeout() time.Duration { return b.timeout }
-
 // Current returns a context done no earlier than the timeout from now and
 // no later than 5/4 of it.
 func (b *Bound) Current() context.Context {
