@@ -59,7 +59,7 @@ func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
 // WithCallInfo's bare CallInfo names no store, so a context a test made is
 // never taken for a running call (see Scoped.runningHere).
 type running struct {
-	info  CallInfo
+	info  CallInfo // DownstreamKey left empty: CallInfoFrom derives it
 	st    store.CallStore
 	e     *Idempotent // the executor running it: asked again by it, the call re-entered itself
 	ended atomic.Bool // the tool's Execute (or Reconcile) returned
@@ -81,7 +81,11 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	}
 	switch v := ctx.Value(callInfoKey{}).(type) {
 	case *running:
-		return v.info, true
+		// The downstream key is derived when a tool asks for it, not for
+		// every call: most tools never do, and it costs a hash.
+		info := v.info
+		info.DownstreamKey = keyhash.DownstreamKey(info.Scope, info.Key)
+		return info, true
 	case CallInfo:
 		return v, true
 	}

@@ -317,18 +317,18 @@ func (e *Idempotent) writeContext(ctx context.Context) context.Context {
 	return e.writeBound.Detached(ctx)
 }
 
-// callInfo is what the tool finds in its context.
+// callInfo is what the tool finds in its context, but for DownstreamKey,
+// which CallInfoFrom derives when a tool asks for it.
 func (s *Scoped) callInfo(ent store.Entry, c store.Claim, takenOver bool) CallInfo {
 	return CallInfo{
-		Scope:         s.scope,
-		Key:           ent.Key,
-		Fingerprint:   ent.Fingerprint,
-		Tool:          ent.Tool,
-		DownstreamKey: keyhash.DownstreamKey(s.scope, ent.Key),
-		Attempt:       c.Attempt,
-		TakenOver:     takenOver,
-		Claim:         c,
-		ScopeTTL:      s.e.cfg.ScopeTTL,
+		Scope:       s.scope,
+		Key:         ent.Key,
+		Fingerprint: ent.Fingerprint,
+		Tool:        ent.Tool,
+		Attempt:     c.Attempt,
+		TakenOver:   takenOver,
+		Claim:       c,
+		ScopeTTL:    s.e.cfg.ScopeTTL,
 	}
 }
 

@@ -214,11 +214,8 @@ func TestCallShorterThanRenewEveryStartsNoRenewal(t *testing.T) {
 	require.Len(t, rs, 1, "the renewal was set up")
 	require.Zero(t, renewed.Load())
 	require.Zero(t, b.calls.counts()["Renew"])
-	select {
-	case <-rs[0].done:
-	default:
-		t.Fatal("the renewal is not marked done")
-	}
+	require.Nil(t, rs[0].done, "the renewals never started: nothing of theirs was made")
+	require.False(t, rs[0].queued, "and the call took them off the clock's queue")
 	goleak.VerifyNone(t, before)
 }
 

@@ -120,6 +120,7 @@ func useManualRenewals(s *Scoped) *manualRenewals {
 	m := &manualRenewals{ticks: make(chan time.Time), renewed: make(chan error, 16)}
 	s.e.startRenewals = func(r *renewal) {
 		m.mu.Lock()
+		r.begin()
 		m.started = append(m.started, r)
 		m.mu.Unlock()
 		go r.run(nil, m.ticks)

@@ -15,8 +15,7 @@ import (
 // outlive the call: stop ends them and waits.
 type renewal struct {
 	e      *Idempotent
-	ctx    context.Context // the call's, detached from its cancellation
-	cancel context.CancelFunc
+	parent context.Context // the call's; the renewals run detached from its cancellation
 	scope  string
 	ent    store.Entry
 
@@ -27,8 +26,12 @@ type renewal struct {
 	prev, next *renewal
 	queued     bool
 
+	// Set by begin, when the renewals start: never for a call that ends
+	// first, which so allocates none of them.
+	ctx     context.Context // parent, detached from its cancellation; cancelled by stop
+	cancel  context.CancelFunc
 	stopCh  chan struct{}
-	done    chan struct{} // closed when the renewals ended, once they started
+	done    chan struct{} // closed when the renewals ended
 	stopped bool          // used from the call's goroutine only
 
 	// written by the renewals, read by stop after done is closed (or when
@@ -42,11 +45,16 @@ type renewal struct {
 // its caller gave up still holds its claim. A lost lease stops the renewals
 // but not the tool; Complete then reports the loss.
 func (e *Idempotent) startRenewal(ctx context.Context, scope string, ent store.Entry, c store.Claim) *renewal {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &renewal{e: e, ctx: rctx, cancel: cancel, scope: scope, ent: ent, claim: c,
-		stopCh: make(chan struct{}), done: make(chan struct{})}
+	r := &renewal{e: e, parent: ctx, scope: scope, ent: ent, claim: c}
 	e.startRenewals(r)
 	return r
+}
+
+// begin makes what running renewals need, before their goroutine starts
+// (the clock does it under its lock, which stop's remove takes too).
+func (r *renewal) begin() {
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(r.parent))
+	r.stopCh, r.done = make(chan struct{}), make(chan struct{})
 }
 
 // renewEvery renews now, then on a ticker of every, until stop: what the
@@ -105,14 +113,15 @@ func (r *renewal) run(first <-chan time.Time, ticks <-chan time.Time) {
 func (r *renewal) stop() (store.Claim, bool) {
 	if !r.stopped {
 		r.stopped = true
-		r.cancel()
 		if r.clock != nil && r.clock.remove(r) {
-			// The renewals never started: nothing to wait for.
-			close(r.done)
+			// The renewals never started, and now never will.
 			return r.claim, r.lost
 		}
+		r.cancel()
 		close(r.stopCh)
 	}
-	<-r.done
+	if r.done != nil { // nil: they never started
+		<-r.done
+	}
 	return r.claim, r.lost
 }

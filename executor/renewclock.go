@@ -92,6 +92,7 @@ func (c *renewalClock) fire() {
 	for c.head != nil && !c.head.due.After(now) {
 		r := c.head
 		c.unlink(r)
+		r.begin()
 		due = append(due, r)
 	}
 	if c.head != nil {

@@ -64,29 +64,27 @@ func (b *Bound) Current() context.Context {
 // gives, but with up to a quarter more time and no timer of its own, and
 // nothing to cancel.
 func (b *Bound) Detached(ctx context.Context) context.Context {
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
 	return Context{Context: ctx, bound: b.Current()}
 }
 
-// Context is a context that is never cancelled by its parent, bounded by a
-// shared deadline: the bound's Deadline, Done and Err, the parent's values
-// (a tracer's span, say). Contexts derived from it, and context.AfterFunc
-// on it, register with the shared deadline's context (AfterFunc) instead
-// of starting a goroutine each to watch Done.
+// Context is a context bounded by a shared deadline and never cancelled by
+// its parent: the bound's Deadline, Done and Err, the parent's values (a
+// tracer's span, say). Contexts derived from it, and context.AfterFunc on
+// it (pgx's watch of a statement), register with the shared deadline's
+// context directly (see Value), starting no goroutine.
 type Context struct {
-	context.Context // the parent; its Done is nil
+	context.Context // the parent: its values; its cancellation is never seen
 	bound           context.Context
 }
 
-// Bounded returns parent (whose Done must be nil: a context that is never
-// cancelled) bounded by bound's deadline.
+// Bounded returns parent's values bounded by bound's deadline, never
+// cancelled by parent. bound is a context of a Bound (Current): one with
+// no value of its own (see Value).
 func Bounded(parent, bound context.Context) Context {
 	return Context{Context: parent, bound: bound}
 }
 
-// Parent is the context c bounds: its values, never cancelled.
+// Parent is the context c takes its values from.
 func (c Context) Parent() context.Context { return c.Context }
 
 // Deadline is the shared deadline.
@@ -97,6 +95,24 @@ func (c Context) Done() <-chan struct{} { return c.bound.Done() }
 
 // Err is context.DeadlineExceeded once the shared deadline passed.
 func (c Context) Err() error { return c.bound.Err() }
+
+// Value is the shared deadline's value for key, else the parent's. The
+// shared deadline is a context of the package over Background, so its only
+// value is the one the context package looks up a context's cancellation
+// by: answered here first, it hides the parent's cancellation (what
+// context.WithoutCancel does, without wrapping the parent in a context of
+// its own) and registers a context derived from c, or an AfterFunc on c
+// (pgx's watch of every statement), with the shared deadline directly, as
+// on a context of the package. Reaching the parent first cost an
+// allocation a lookup (a context.WithoutCancel boxes itself in its Value),
+// and a registration through c.AfterFunc a second registration and a
+// closure.
+func (c Context) Value(key any) any {
+	if v := c.bound.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
 
 // AfterFunc arranges to call f once the shared deadline passed, as
 // context.AfterFunc does; the context package calls it for a context

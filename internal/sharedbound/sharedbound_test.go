@@ -55,8 +55,21 @@ func TestDetachedHasTheBoundsDeadlineAndTheCallersValuesNotItsCancellation(t *te
 	b := sharedbound.New(50 * time.Millisecond)
 	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "span"))
 	ctx := b.Detached(caller)
+	derived, cancelDerived := context.WithCancel(ctx)
+	defer cancelDerived()
+	watched := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { close(watched) })
+	defer stop()
 	cancel()
 	require.Equal(t, "span", ctx.Value(key{}))
+	require.Equal(t, "span", derived.Value(key{}))
+	require.NoError(t, derived.Err(), "nor does it reach a context derived from it")
+	require.NoError(t, context.Cause(ctx), "nor is it the cause")
+	select {
+	case <-watched:
+		t.Fatal("an AfterFunc ran at the caller's cancellation")
+	default:
+	}
 	want, _ := b.Current().Deadline()
 	got, ok := ctx.Deadline()
 	require.True(t, ok)
@@ -65,6 +78,9 @@ func TestDetachedHasTheBoundsDeadlineAndTheCallersValuesNotItsCancellation(t *te
 	<-ctx.Done()
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
 	require.ErrorIs(t, context.Cause(ctx), context.DeadlineExceeded)
+	<-derived.Done()
+	require.ErrorIs(t, derived.Err(), context.DeadlineExceeded)
+	<-watched
 }
 
 // What watches a detached context (a derived context, context.AfterFunc:

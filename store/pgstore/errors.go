@@ -95,6 +95,9 @@ const (
 // some refused statements, and that session then never delegates a
 // function call again).
 func dropsConnection(err error) bool {
+	if err == nil {
+		return false // before errors.As, whose target escapes: an allocation a statement
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
