@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# claim.sh measures what pgstore's claim of a new call (claimNewSQL, as of
+# d926a1e) costs the database against the raw INSERT, and which of its parts
+# does: pgbench, each script a claim (or the raw INSERT) and then the raw
+# UPDATE of its row, the scripts interleaved round after round, so that the
+# machine's drift falls on all of them alike. It prints, per script, the
+# machine's busy CPU less pgbench's own per transaction (the database's CPU,
+# on a machine that runs nothing else) and the transactions a second.
+#
+#   DATABASE_URL="host=/tmp/pg port=5432 user=postgres dbname=postgres" \
+#     bash internal/benchpath/pgbench/claim.sh
+#
+# Run it on the database's machine, from the module's root (it migrates a
+# schema of its own with cmd/migrate, and drops it at the end). Settings:
+# ROUNDS (10), DURATION (3, seconds a script a round), CLIENTS (8), PGBENCH (pgbench
+# on PATH, else PostgreSQL 15's). docs/benchmarks.md, "Fewer allocations a
+# miss", has its figures.
+set -euo pipefail
+
+: "${DATABASE_URL:?set DATABASE_URL to a PostgreSQL where the role may create a schema}"
+ROUNDS=${ROUNDS:-10}
+DURATION=${DURATION:-3}
+CLIENTS=${CLIENTS:-8}
+PGBENCH=${PGBENCH:-$(command -v pgbench || echo /usr/lib/postgresql/15/bin/pgbench)}
+SCHEMA=pgbench_claim
+
+dir=$(mktemp -d)
+cleanup() {
+	psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null
+DATABASE_URL="$DATABASE_URL" go run ./cmd/migrate -schema "$SCHEMA" up >/dev/null
+
+# One scope a client, a new key a transaction, a 1 KiB result; every script
+# writes idem_records, the raw INSERT too, so that all meet the same table.
+key="decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex')"
+scope="('run-' || :client_id)"
+result="repeat('x', 1024)::bytea"
+set_key='\set k random(1, 9000000000000000)'
+
+raw_insert="INSERT INTO $SCHEMA.idem_records (scope, key, status, tool, fingerprint, token, lease_until, attempts, created_at, updated_at, expires_at)
+VALUES ($scope, $key, 1, 'bench_tool', $key, :k, now() + interval '30 seconds', 1, now(), now(), now() + interval '1 day')
+ON CONFLICT DO NOTHING;"
+# The claim as pgstore sends it (claimNewSQL), the schema filled in.
+claim="INSERT INTO $SCHEMA.idem_records AS r
+(scope, key, status, tool, fingerprint, token, lease_until, attempts, created_at, updated_at, expires_at, claimed_at, claim_nonce)
+SELECT $scope, $key, 1, 'bench_tool', $key, nextval('$SCHEMA.idem_token_seq'::regclass), now() + 30000000::bigint * interval '1 microsecond', 1,
+now(), now(),
+COALESCE((SELECT sc.expires_at FROM $SCHEMA.idem_scopes sc WHERE sc.scope = $scope AND sc.expires_at > now() FOR SHARE),
+$SCHEMA.idem_scope_expiry($scope, 86400000000::bigint, now())),
+now(), '\\x0123456789abcdef0123456789abcdef'::bytea
+ON CONFLICT (scope, key) DO NOTHING
+RETURNING token, lease_until, created_at, expires_at \\gset"
+update() { # $1: the token
+	echo "UPDATE $SCHEMA.idem_records SET status = 2, outcome_kind = 1, encoding = 1, result = $result, updated_at = now()
+WHERE scope = $scope AND key = $key AND token = $1 AND status = 1;"
+}
+# pgbench reads one line a statement: join each statement's lines.
+oneline() { tr '\n' ' ' | sed 's/; *$/;/'; echo; }
+script() { # $1: name, $2: the claim, $3: the token the UPDATE matches
+	{ echo "$set_key"; echo "$2" | oneline; update "$3" | oneline; } >"$dir/$1.sql"
+}
+no_scope="s/COALESCE(.*now())),/now() + interval '1 day',/"
+script raw "$raw_insert" ":k"
+script claim "$claim" ":token"
+script no_share "$(echo "$claim" | sed 's/ FOR SHARE//')" ":token"
+script no_scope "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope")" ":token"
+script token_param "$(echo "$claim" | sed "s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
+script neither "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope; s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
+scripts=(raw claim no_share no_scope token_param neither)
+
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+tick=$(getconf CLK_TCK)
+declare -A cpu tps
+TIMEFORMAT='%U %S'
+for ((r = 1; r <= ROUNDS; r++)); do
+	for s in "${scripts[@]}"; do
+		b0=$(busy)
+		{ time "$PGBENCH" -n -M prepared -c "$CLIENTS" -j 2 -T "$DURATION" -f "$dir/$s.sql" "$DATABASE_URL" >"$dir/out" 2>&1; } 2>"$dir/time"
+		b1=$(busy)
+		tx=$(awk '/number of transactions actually processed/ {split($NF, a, "/"); print a[1]}' "$dir/out")
+		rate=$(awk '/^tps/ {print $3}' "$dir/out")
+		own=$(awk '{print $1 + $2}' "$dir/time")
+		us=$(awk -v b="$((b1 - b0))" -v t="$tick" -v o="$own" -v n="$tx" 'BEGIN {printf "%.0f", (b / t - o) * 1e6 / n}')
+		cpu[$s]+=" $us"
+		tps[$s]+=" ${rate%.*}"
+		echo "round $r: $s $us µs a transaction, $rate a second" >&2
+	done
+done
+echo "script: database CPU a transaction, µs, mean (each round) | transactions a second, mean"
+for s in "${scripts[@]}"; do
+	awk -v n="$s" -v c="${cpu[$s]}" -v t="${tps[$s]}" 'BEGIN {
+		k = split(c, a, " "); split(t, b, " "); for (i = 1; i <= k; i++) { sc += a[i]; st += b[i] }
+		printf "%-12s %6.1f (%s) | %.0f\n", n, sc / k, substr(c, 2), st / k }'
+done
