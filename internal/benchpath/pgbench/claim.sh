@@ -68,9 +68,12 @@ script raw "$raw_insert" ":k"
 script claim "$claim" ":token"
 script no_share "$(echo "$claim" | sed 's/ FOR SHARE//')" ":token"
 script no_scope "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope")" ":token"
+# The fallback that starts a scope (idem_scope_expiry) left out: the
+# scopes exist once the claim's script ran, which runs first.
+script no_fallback "$(echo "$claim" | tr '\n' ' ' | sed "s|COALESCE((SELECT \\(.*\\) FOR SHARE),.*now())), now(), '|(SELECT \\1 FOR SHARE), now(), '|")" ":token"
 script token_param "$(echo "$claim" | sed "s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
 script neither "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope; s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
-scripts=(raw claim no_share no_scope token_param neither)
+scripts=(raw claim no_share no_fallback no_scope token_param neither)
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 tick=$(getconf CLK_TCK)
