@@ -10,8 +10,8 @@
 #   DATABASE_URL="host=/tmp/pg port=5432 user=postgres dbname=postgres" \
 #     bash internal/benchpath/pgbench/claim.sh
 #
-# Run it on the database's machine, from the module's root (it migrates a
-# schema of its own with cmd/migrate, and drops it at the end). Settings:
+# Run it on the database's machine, from the module's root (it migrates
+# schemas of its own with cmd/migrate, and drops them at the end). Settings:
 # ROUNDS (10), DURATION (3, seconds a script a round), CLIENTS (8), PGBENCH (pgbench
 # on PATH, else PostgreSQL 15's). docs/benchmarks.md, "Fewer allocations a
 # miss", has its figures.
@@ -25,14 +25,30 @@ PGBENCH=${PGBENCH:-$(command -v pgbench || echo /usr/lib/postgresql/15/bin/pgben
 SCHEMA=pgbench_claim
 
 dir=$(mktemp -d)
+# Two more copies of the schema, for the claim against idem_records without
+# its CHECK constraints, and with the six merged into one.
+schemas=("$SCHEMA" "${SCHEMA}_no_checks" "${SCHEMA}_one_check")
 cleanup() {
-	psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1 || true
+	for s in "${schemas[@]}"; do
+		psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null 2>&1 || true
+	done
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 
-psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null
-DATABASE_URL="$DATABASE_URL" go run ./cmd/migrate -schema "$SCHEMA" up >/dev/null
+for s in "${schemas[@]}"; do
+	psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null
+	DATABASE_URL="$DATABASE_URL" go run ./cmd/migrate -schema "$s" up >/dev/null
+done
+checks=(key_is_sha256 fingerprint_is_sha256 status_known pending_has_lease completed_has_outcome released_has_no_outcome)
+for s in "${schemas[@]:1}"; do
+	psql -qX "$DATABASE_URL" -c "ALTER TABLE $s.idem_records $(printf 'DROP CONSTRAINT idem_records_%s, ' "${checks[@]}" | sed 's/, $//')" >/dev/null
+done
+psql -qX "$DATABASE_URL" -c "ALTER TABLE ${SCHEMA}_one_check.idem_records ADD CONSTRAINT idem_records_valid CHECK (
+	octet_length(key) = 32 AND octet_length(fingerprint) = 32 AND status IN (1, 2, 3)
+	AND (status <> 1 OR (token > 0 AND lease_until IS NOT NULL AND result IS NULL))
+	AND (status <> 2 OR (outcome_kind IN (1, 2) AND encoding IS NOT NULL AND result IS NOT NULL))
+	AND (status <> 3 OR (token > 0 AND lease_until IS NOT NULL AND result IS NULL)))" >/dev/null
 
 # One scope a client, a new key a transaction, a 1 KiB result; every script
 # writes idem_records, the raw INSERT too, so that all meet the same table.
@@ -73,7 +89,12 @@ script no_scope "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope")" ":token"
 script no_fallback "$(echo "$claim" | tr '\n' ' ' | sed "s|COALESCE((SELECT \\(.*\\) FOR SHARE),.*now())), now(), '|(SELECT \\1 FOR SHARE), now(), '|")" ":token"
 script token_param "$(echo "$claim" | sed "s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
 script neither "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope; s/nextval('$SCHEMA.idem_token_seq'::regclass)/:k/")" ":token"
-scripts=(raw claim no_share no_fallback no_scope token_param neither)
+# The claim as it is, on the copies: what the CHECK constraints cost, which
+# PostgreSQL reads from their text and plans again for every INSERT and
+# UPDATE (ExecConstraints).
+sed "s/$SCHEMA\./${SCHEMA}_no_checks./g" "$dir/claim.sql" >"$dir/no_checks.sql"
+sed "s/$SCHEMA\./${SCHEMA}_one_check./g" "$dir/claim.sql" >"$dir/one_check.sql"
+scripts=(raw claim no_share no_fallback no_scope token_param neither no_checks one_check)
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 tick=$(getconf CLK_TCK)
