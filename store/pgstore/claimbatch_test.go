@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/executor"
+	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
 	"github.com/idemstore/idemstore/store/pgstore"
 )
@@ -69,38 +70,73 @@ func TestClaimManyOverMaxClaimBatchIsRefusedAndWritesNothing(t *testing.T) {
 	require.Equal(t, "MaxClaimBatch", ce.Field)
 }
 
-// A turn of more calls than MaxClaimBatch still runs each call once: the
-// executor's Prepare gets the LimitError and runs the calls one by one,
-// and the same turn again replays every one of them.
+// A turn of more calls than MaxClaimBatch still runs each call once, in
+// either mode: the executor's Prepare gets the LimitError (from ClaimMany,
+// or from GetMany in ModeProbeThenStore) and runs the calls one by one, and
+// the same turn again replays every one of them.
 func TestTurnOverMaxClaimBatchStillRunsEachCallOnce(t *testing.T) {
 	t.Parallel()
+	for name, mode := range map[string]executor.Mode{"exclusive": executor.ModeExclusive, "probe then store": executor.ModeProbeThenStore} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			st := newStore(t, &pgstore.Config{MaxClaimBatch: 2})
+			var runs atomic.Int32
+			tool := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
+				runs.Add(1)
+				return executor.Result{Output: []byte("sent")}, nil
+			})
+			ex, err := executor.New(tool, st, &executor.Config{Mode: mode})
+			require.NoError(t, err)
+			calls := make([]executor.Call, 5)
+			for i := range calls {
+				calls[i] = executor.Call{Tool: "send_mail", Args: fmt.Appendf(nil, `{"to":%d}`, i)}
+			}
+			preps, err := ex.ForScope("run").Prepare(ctx, calls)
+			require.ErrorIs(t, err, store.ErrTooLarge)
+			for i := range preps {
+				res, err := preps[i].Run(ctx)
+				require.NoError(t, err)
+				require.False(t, res.Replayed)
+			}
+			require.EqualValues(t, len(calls), runs.Load())
+			preps, err = ex.ForScope("run").Prepare(ctx, calls)
+			require.ErrorIs(t, err, store.ErrTooLarge, "the same turn is as long")
+			for i := range preps {
+				res, err := preps[i].Run(ctx)
+				require.NoError(t, err)
+				require.True(t, res.Replayed)
+			}
+			require.EqualValues(t, len(calls), runs.Load())
+		})
+	}
+}
+
+// A GetMany of more keys than Config.MaxClaimBatch is refused before
+// anything is sent, with a *store.LimitError naming the limit (it was one
+// statement of any length, a million keys a 32 MB parameter); a lookup of
+// exactly the limit is answered.
+func TestGetManyOverMaxClaimBatchIsRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
-	st := newStore(t, &pgstore.Config{MaxClaimBatch: 2})
-	var runs atomic.Int32
-	tool := executor.ExecutorFunc(func(context.Context, executor.Call) (executor.Result, error) {
-		runs.Add(1)
-		return executor.Result{Output: []byte("sent")}, nil
-	})
-	ex, err := executor.New(tool, st, nil)
+	st := newStore(t, &pgstore.Config{MaxClaimBatch: 3})
+	es := distinctEntries(4)
+	_, _, err := st.Put(ctx, "run", es[0], store.Outcome{Kind: store.KindSuccess, Result: []byte("sent")}, store.WriteOptions{})
 	require.NoError(t, err)
-	calls := make([]executor.Call, 5)
-	for i := range calls {
-		calls[i] = executor.Call{Tool: "send_mail", Args: fmt.Appendf(nil, `{"to":%d}`, i)}
+	keys := make([]keyhash.Sum, len(es))
+	for i := range es {
+		keys[i] = es[i].Key
 	}
-	preps, err := ex.ForScope("run").Prepare(ctx, calls)
+	before := st.Stats()
+	_, err = st.GetMany(ctx, "run", keys)
+	var le *store.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, store.LimitError{Limit: "MaxClaimBatch", Value: 4, Max: 3}, *le)
 	require.ErrorIs(t, err, store.ErrTooLarge)
-	for i := range preps {
-		res, err := preps[i].Run(ctx)
-		require.NoError(t, err)
-		require.False(t, res.Replayed)
-	}
-	require.EqualValues(t, len(calls), runs.Load())
-	preps, err = ex.ForScope("run").Prepare(ctx, calls)
-	require.ErrorIs(t, err, store.ErrTooLarge, "the same turn is as long")
-	for i := range preps {
-		res, err := preps[i].Run(ctx)
-		require.NoError(t, err)
-		require.True(t, res.Replayed)
-	}
-	require.EqualValues(t, len(calls), runs.Load())
+	require.Equal(t, contract.ClassBadCall, contract.ClassOf(err))
+	require.Equal(t, before, st.Stats(), "nothing was looked up")
+	found, err := st.GetMany(ctx, "run", keys[:3])
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, []byte("sent"), found[es[0].Key].Outcome.Result)
 }

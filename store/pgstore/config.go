@@ -158,10 +158,11 @@ type Config struct {
 	// between RetryBackoff and MaxRetryBackoffLimit. Defaults to
 	// DefaultMaxRetryBackoff, or RetryBackoff when that is longer.
 	MaxRetryBackoff time.Duration
-	// MaxClaimBatch is the most entries one ClaimMany takes; a longer
-	// batch is refused with a *store.LimitError naming MaxClaimBatch before
-	// anything is sent (the executor's Prepare then runs the turn's calls
-	// one by one, each with its own Claim). The batch is one statement and
+	// MaxClaimBatch is the most entries one ClaimMany takes, and the most
+	// keys one GetMany looks up; a longer batch is refused with a
+	// *store.LimitError naming MaxClaimBatch before anything is sent (the
+	// executor's Prepare then runs the turn's calls one by one, each with
+	// its own Claim). The batch is one statement and
 	// one transaction, whose time and row locks grow with every entry: 20,000
 	// entries held them for seconds. Defaults to DefaultMaxClaimBatch.
 	MaxClaimBatch int

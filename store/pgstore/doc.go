@@ -78,7 +78,8 @@
 // MaxResultBytes plus MaxToolBytes over MaxResultAndToolBytes (1 GiB less
 // 1 MiB: one statement carries at most 1 GiB to PostgreSQL). A ClaimMany
 // of more than Config.MaxClaimBatch entries (DefaultMaxClaimBatch, 1,000)
-// is refused with a *store.LimitError: it would be one long transaction.
+// is refused with a *store.LimitError: it would be one long transaction;
+// so is a GetMany of more keys, one long statement.
 //
 // Citus. Distribute the schema with migrations.Distribute: the tables are
 // hash-distributed by scope and colocated, and the functions are delegated

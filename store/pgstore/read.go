@@ -45,13 +45,20 @@ func (s *Store) Get(ctx context.Context, scope string, key keyhash.Sum) (store.R
 
 // GetMany looks up several keys of one scope in one statement. One result
 // that does not open fails the whole lookup with *seal.OpenError: leaving
-// it out would read as a miss, and a miss runs the call again.
+// it out would read as a miss, and a miss runs the call again. More keys
+// than Config.MaxClaimBatch are refused with a *store.LimitError naming
+// MaxClaimBatch before anything is sent, as ClaimMany refuses them: the
+// lookup is the batch of ModeProbeThenStore's turn, one statement whose
+// array parameter and index probes grow with every key.
 func (s *Store) GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]store.Record, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.limits.CheckScope(scope); err != nil {
 		return nil, err
+	}
+	if len(keys) > s.maxClaimBatch {
+		return nil, &store.LimitError{Limit: "MaxClaimBatch", Value: len(keys), Max: s.maxClaimBatch}
 	}
 	args := make([][]byte, len(keys))
 	for i := range keys {
