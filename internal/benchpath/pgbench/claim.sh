@@ -14,7 +14,7 @@
 # schemas of its own with cmd/migrate, and drops them at the end). Settings:
 # ROUNDS (10), DURATION (3, seconds a script a round), CLIENTS (8), PGBENCH (pgbench
 # on PATH, else PostgreSQL 15's). docs/benchmarks.md, "Fewer allocations a
-# miss", has its figures.
+# miss" and "The latest run", has its figures.
 set -euo pipefail
 
 : "${DATABASE_URL:?set DATABASE_URL to a PostgreSQL where the role may create a schema}"
@@ -25,9 +25,11 @@ PGBENCH=${PGBENCH:-$(command -v pgbench || echo /usr/lib/postgresql/15/bin/pgben
 SCHEMA=pgbench_claim
 
 dir=$(mktemp -d)
-# Two more copies of the schema, for the claim against idem_records without
-# its CHECK constraints, and with the six merged into one.
-schemas=("$SCHEMA" "${SCHEMA}_no_checks" "${SCHEMA}_one_check")
+# More copies of the schema, for the claim against idem_records without its
+# CHECK constraints, with the six merged into one, with only the two length
+# checks, and with the four checks of the status's shape replaced by one
+# PL/pgSQL function's.
+schemas=("$SCHEMA" "${SCHEMA}_no_checks" "${SCHEMA}_one_check" "${SCHEMA}_len_checks" "${SCHEMA}_fn_check")
 cleanup() {
 	for s in "${schemas[@]}"; do
 		psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null 2>&1 || true
@@ -40,10 +42,30 @@ for s in "${schemas[@]}"; do
 	psql -qX "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null
 	DATABASE_URL="$DATABASE_URL" go run ./cmd/migrate -schema "$s" up >/dev/null
 done
-checks=(key_is_sha256 fingerprint_is_sha256 status_known pending_has_lease completed_has_outcome released_has_no_outcome)
-for s in "${schemas[@]:1}"; do
-	psql -qX "$DATABASE_URL" -c "ALTER TABLE $s.idem_records $(printf 'DROP CONSTRAINT idem_records_%s, ' "${checks[@]}" | sed 's/, $//')" >/dev/null
-done
+lengths=(key_is_sha256 fingerprint_is_sha256)
+shape=(status_known pending_has_lease completed_has_outcome released_has_no_outcome)
+drop() { # $1: schema, then the constraints' names without idem_records_
+	local s=$1
+	shift
+	psql -qX "$DATABASE_URL" -c "ALTER TABLE $s.idem_records $(printf 'DROP CONSTRAINT idem_records_%s, ' "$@" | sed 's/, $//')" >/dev/null
+}
+drop "${SCHEMA}_no_checks" "${lengths[@]}" "${shape[@]}"
+drop "${SCHEMA}_one_check" "${lengths[@]}" "${shape[@]}"
+drop "${SCHEMA}_len_checks" "${shape[@]}"
+drop "${SCHEMA}_fn_check" "${shape[@]}"
+psql -qX "$DATABASE_URL" >/dev/null <<SQL
+CREATE FUNCTION ${SCHEMA}_fn_check.idem_record_shape(status smallint, token bigint, lease_until timestamptz,
+	outcome_kind smallint, encoding smallint, result bytea) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS \$\$
+BEGIN
+	RETURN CASE status
+		WHEN 1 THEN token > 0 AND lease_until IS NOT NULL AND result IS NULL
+		WHEN 2 THEN outcome_kind IN (1, 2) AND encoding IS NOT NULL AND result IS NOT NULL
+		WHEN 3 THEN token > 0 AND lease_until IS NOT NULL AND result IS NULL
+		ELSE false END;
+END \$\$;
+ALTER TABLE ${SCHEMA}_fn_check.idem_records ADD CONSTRAINT idem_records_shape
+	CHECK (${SCHEMA}_fn_check.idem_record_shape(status, token, lease_until, outcome_kind, encoding, result));
+SQL
 psql -qX "$DATABASE_URL" -c "ALTER TABLE ${SCHEMA}_one_check.idem_records ADD CONSTRAINT idem_records_valid CHECK (
 	octet_length(key) = 32 AND octet_length(fingerprint) = 32 AND status IN (1, 2, 3)
 	AND (status <> 1 OR (token > 0 AND lease_until IS NOT NULL AND result IS NULL))
@@ -94,7 +116,9 @@ script neither "$(echo "$claim" | tr '\n' ' ' | sed "$no_scope; s/nextval('$SCHE
 # UPDATE (ExecConstraints).
 sed "s/$SCHEMA\./${SCHEMA}_no_checks./g" "$dir/claim.sql" >"$dir/no_checks.sql"
 sed "s/$SCHEMA\./${SCHEMA}_one_check./g" "$dir/claim.sql" >"$dir/one_check.sql"
-scripts=(raw claim no_share no_fallback no_scope token_param neither no_checks one_check)
+sed "s/$SCHEMA\./${SCHEMA}_len_checks./g" "$dir/claim.sql" >"$dir/len_checks.sql"
+sed "s/$SCHEMA\./${SCHEMA}_fn_check./g" "$dir/claim.sql" >"$dir/fn_check.sql"
+scripts=(raw claim no_share no_fallback no_scope token_param neither no_checks one_check len_checks fn_check)
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 tick=$(getconf CLK_TCK)
