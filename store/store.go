@@ -27,7 +27,10 @@ type CallStore interface {
 
 	// GetMany looks up several keys of one scope in one step (a model often
 	// asks for several tools in one turn). The map holds the live completed
-	// records found; missing keys are absent from it.
+	// records found; missing keys are absent from it. A store may bound the
+	// keys of one step: more are refused with a *LimitError before anything
+	// is read (pgstore: Config.MaxClaimBatch), and the executor then runs a
+	// turn's calls one by one.
 	GetMany(ctx context.Context, scope string, keys []keyhash.Sum) (map[keyhash.Sum]Record, error)
 
 	// Put stores out for e in scope unless the key already has a live
@@ -58,7 +61,9 @@ type CallStore interface {
 	// holds another call: ErrFingerprintMismatch) gets that error in its
 	// ClaimResult.Err and changes nothing; the others are still claimed.
 	// Bad input in any entry refuses the whole batch before anything is
-	// written. Entries must have distinct keys. A store that claims in
+	// written, and so does a batch longer than the store takes in one step
+	// (a *LimitError; pgstore: Config.MaxClaimBatch). Entries must have
+	// distinct keys. A store that claims in
 	// more than one step and fails after granting claims returns the
 	// granted ones and the failure in the other entries' Err, never drops
 	// a claim it holds.
