@@ -161,10 +161,10 @@ type Config struct {
 	// MaxClaimBatch is the most entries one ClaimMany takes, and the most
 	// keys one GetMany looks up; a longer batch is refused with a
 	// *store.LimitError naming MaxClaimBatch before anything is sent (the
-	// executor's Prepare then runs the turn's calls one by one, each with
-	// its own Claim). The batch is one statement and
-	// one transaction, whose time and row locks grow with every entry: 20,000
-	// entries held them for seconds. Defaults to DefaultMaxClaimBatch.
+	// executor's Prepare then runs the turn's calls one by one, each as
+	// Execute runs it). A claim batch is one statement and one transaction,
+	// whose time and row locks grow with every entry: 20,000 entries held
+	// them for seconds. Defaults to DefaultMaxClaimBatch.
 	MaxClaimBatch int
 	// AcquireTimeout bounds how long an operation waits for a connection
 	// of the pool, even when the caller's context has no deadline (a
