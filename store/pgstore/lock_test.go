@@ -67,12 +67,15 @@ func TestReadOnlyClaimTakesNoLock(t *testing.T) {
 
 // claimInFlight runs the store's claim of a new call (ClaimNew, the
 // statement Claim sends with WriteOptions.LikelyNew) of pgsqltest's sample
-// call in a transaction it leaves open: a claim whose commit has not come
-// yet. The caller ends the transaction.
-func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string) pgx.Tx {
+// call, in scope, in a transaction it leaves open: a claim whose commit has
+// not come yet. The caller ends the transaction. The scope's lock is the
+// database's, not the schema's: tests that run at once use scopes of their
+// own (their schema's name), so that none waits for another's.
+func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema, scope string) pgx.Tx {
 	t.Helper()
 	args, err := pgsqltest.Args("ClaimNew", schema)
 	require.NoError(t, err)
+	args[0] = scope
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
@@ -86,18 +89,19 @@ func claimInFlight(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema
 	return tx
 }
 
-// A new call's claim locks its scope's row (FOR SHARE) while in flight:
-// ExtendScope waits for it and extends the record it wrote.
+// A new call's claim holds its scope's lock while in flight: ExtendScope
+// waits for it and extends the record it wrote.
 func TestExtendScopeWaitsForANewCallsClaimInFlightAndExtendsItsRecord(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
 	st := openStore(t, pool, schema, nil)
-	mustClaim(ctx, t, st, pgsqltest.Scope, entry("first", `{}`), time.Hour) // a live scope row
-	tx := claimInFlight(ctx, t, pool, schema)
+	scope := schema
+	mustClaim(ctx, t, st, scope, entry("first", `{}`), time.Hour) // a live scope row
+	tx := claimInFlight(ctx, t, pool, schema, scope)
 
 	extended := make(chan error, 1)
-	go func() { extended <- st.ExtendScope(ctx, pgsqltest.Scope, 48*time.Hour) }()
+	go func() { extended <- st.ExtendScope(ctx, scope, 48*time.Hour) }()
 	awaitLockWait(ctx, t, pool, schema)
 	requireBlocked(t, extended)
 	require.NoError(t, tx.Commit(ctx))
@@ -141,7 +145,7 @@ func claimDuringExtendScope(ctx context.Context, t *testing.T, pool *pgxpool.Poo
 		}
 		claimed <- res
 	}()
-	awaitLockWait(ctx, t, pool, schema) // the claim waits for ExtendScope's row lock
+	awaitLockWait(ctx, t, pool, schema) // the claim waits for ExtendScope's scope lock
 	require.NoError(t, ext.Commit(ctx))
 	res := within(t, 10*time.Second, claimed)
 	require.Equal(t, store.ClaimGranted, res.State)
@@ -168,8 +172,9 @@ func TestDeleteScopeWaitsForANewCallsClaimInFlight(t *testing.T) {
 	ctx := testContext(t)
 	pool, schema := newSchema(t)
 	st := openStore(t, pool, schema, nil)
-	mustClaim(ctx, t, st, pgsqltest.Scope, entry("first", `{}`), time.Hour)
-	tx := claimInFlight(ctx, t, pool, schema)
+	scope := schema
+	mustClaim(ctx, t, st, scope, entry("first", `{}`), time.Hour)
+	tx := claimInFlight(ctx, t, pool, schema, scope)
 
 	type deletion struct {
 		n   int
@@ -177,10 +182,10 @@ func TestDeleteScopeWaitsForANewCallsClaimInFlight(t *testing.T) {
 	}
 	deleted := make(chan deletion, 1)
 	go func() {
-		n, err := st.DeleteScope(ctx, pgsqltest.Scope)
+		n, err := st.DeleteScope(ctx, scope)
 		deleted <- deletion{n, err}
 	}()
-	awaitLockWait(ctx, t, pool, schema) // DeleteScope waits for the scope's row
+	awaitScopeLockWait(ctx, t, pool, scope) // DeleteScope waits for the scope's lock
 	requireBlocked(t, deleted)
 	require.NoError(t, tx.Commit(ctx))
 	d := within(t, 10*time.Second, deleted)
@@ -210,4 +215,98 @@ func TestNewCallsClaimUnderRepeatableReadCopiesTheExpiryOfAnExtendScopeItWaitedF
 	require.NoError(t, admin.QueryRow(ctx, "SELECT expires_at FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = 'run'").Scan(&extended))
 	require.Greater(t, time.Until(extended), 47*time.Hour)
 	require.True(t, res.Record.ExpiresAt.Equal(extended), "the claim copied the extended expiry %v, not %v", extended, res.Record.ExpiresAt)
+}
+
+// A new call's claim on plain PostgreSQL orders itself with ExtendScope and
+// DeleteScope by the scope's advisory lock, not by a lock on the scope's
+// row: while it is in flight, another transaction may take the row for
+// update at once. (A row lock writes the row and a WAL record, and claims
+// of one scope at once share it through a MultiXact.)
+func TestNewCallsClaimInFlightLeavesItsScopesRowUnlocked(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	scope := schema
+	mustClaim(ctx, t, st, scope, entry("first", `{}`), time.Hour) // a live scope row
+	tx := claimInFlight(ctx, t, pool, schema, scope)
+
+	other, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(context.Background()) }()
+	_, err = other.Exec(ctx, "SELECT FROM "+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+" WHERE scope = $1 FOR UPDATE NOWAIT", scope)
+	require.NoError(t, err, "the claim in flight holds no lock on its scope's row")
+	require.NoError(t, other.Rollback(ctx))
+	require.NoError(t, tx.Commit(ctx))
+}
+
+// A new call's claim copies its scope's current expiry also when the scope's
+// row was changed or locked by a transaction that did not take the scope's
+// advisory lock (every write but a new call's claim locks the row instead):
+// such a row version carries an xmax, and the claim then locks the row as
+// those writes do, waiting for a change in flight and reading the row
+// again in its latest version.
+func TestNewCallsClaimCopiesTheExpiryOfAScopeRowChangedUnderItsRowLock(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	scopes := pgx.Identifier{schema, "idem_scopes"}.Sanitize()
+	scope := schema
+	mustClaim(ctx, t, st, scope, entry("first", `{}`), time.Hour)
+
+	// Locked FOR SHARE and released, as idem_claim leaves it: the row
+	// keeps the locker's xmax.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT FROM "+scopes+" WHERE scope = $1 FOR SHARE", scope)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	var expiry time.Time
+	require.NoError(t, pool.QueryRow(ctx, "SELECT expires_at FROM "+scopes+" WHERE scope = $1", scope).Scan(&expiry))
+	res, err := st.Claim(ctx, scope, entry("second", `{}`), time.Hour, store.WriteOptions{LikelyNew: true})
+	require.NoError(t, err)
+	require.Equal(t, store.ClaimGranted, res.State)
+	require.True(t, res.Record.ExpiresAt.Equal(expiry), "the claim copied %v, not its scope's %v", res.Record.ExpiresAt, expiry)
+
+	// Changed under the row lock alone, by a transaction in flight.
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, "UPDATE "+scopes+" SET expires_at = now() + interval '48 hours' WHERE scope = $1", scope)
+	require.NoError(t, err)
+	third := entry("third", `{}`)
+	claimed := make(chan store.ClaimResult, 1)
+	go func() {
+		res, err := st.Claim(ctx, scope, third, time.Hour, store.WriteOptions{LikelyNew: true})
+		if err != nil {
+			t.Error(err)
+		}
+		claimed <- res
+	}()
+	awaitLockWait(ctx, t, pool, schema) // the claim waits for the row
+	require.NoError(t, tx.Commit(ctx))
+	res = within(t, 10*time.Second, claimed)
+	require.Equal(t, store.ClaimGranted, res.State)
+	requireExtended(ctx, t, pool, schema, third.Key[:])
+}
+
+// awaitScopeLockWait returns once a session waits for scope's advisory lock
+// (DeleteScope's first statement, which names no table).
+func awaitScopeLockWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool, scope string) {
+	t.Helper()
+	for {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted
+			AND classid = 1768187245 AND objid = hashtext($1)::oid AND objsubid = 2`, scope).Scan(&n))
+		if n > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no session waited for the scope's lock: %v", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

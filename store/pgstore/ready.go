@@ -65,9 +65,10 @@ func execute(signatures ...string) []privilege {
 	return ps
 }
 
-// The functions the store's statements call, by signature, and the lock
-// function ExtendScope and DeleteScope take the scope's lock with.
-// idem_remove_expired_here runs on Citus only and is not listed.
+// The functions the store's statements call, by signature, the lock
+// function ExtendScope and DeleteScope take the scope's lock with, and the
+// one a new call's claim takes it shared with. idem_remove_expired_here
+// runs on Citus only and is not listed.
 const (
 	fnClaim       = "idem_claim(text,bytea,text,bytea,bigint,bigint,bytea)"
 	fnClaimMany   = "idem_claim_many(text,bytea[],text[],bytea[],bigint,bigint,bytea)"
@@ -76,6 +77,7 @@ const (
 	fnExtendScope = "idem_extend_scope(text,bigint)"
 	fnResolve     = "idem_resolve(text,bytea,bigint,smallint,smallint,smallint,bytea,text)"
 	fnScopeLock   = "pg_advisory_xact_lock(integer,integer)"
+	fnScopeShared = "pg_advisory_xact_lock_shared(integer,integer)"
 )
 
 // writerRights are what every role that writes records needs beyond its
@@ -96,6 +98,7 @@ var needs = map[Access][]privilege{
 	AccessCalls: slices.Concat(tableRights("idem_records", "SELECT", "INSERT", "UPDATE", "DELETE"),
 		tableRights("idem_scopes", "SELECT", "INSERT", "UPDATE", "DELETE")[1:],
 		writerRights,
+		[]privilege{{"function", fnScopeShared, "EXECUTE"}},
 		execute(fnClaim, fnClaimMany, fnPut, fnScopeExpiry, fnExtendScope, fnResolve)),
 	AccessInspect: append(tableRights("idem_records", "SELECT"),
 		privilege{"table", "idem_scopes", "SELECT"},
@@ -156,7 +159,7 @@ const catalogFunction = "pg_catalog."
 // store's schema: every call that needs one would fail with "permission
 // denied". Grants holds the statements that give them, as the schema's
 // owner (docs/operations.md, section 2) runs them, except EXECUTE on a
-// function of pg_catalog (pg_notify, pg_advisory_xact_lock), which only a
+// function of pg_catalog (pg_notify, the advisory locks), which only a
 // superuser may grant; the message says who runs which. It matches
 // contract.ErrRefused: no retry helps until someone grants them.
 type PrivilegeError struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A role that lacks EXECUTE on pg_notify or pg_advisory_xact_lock (a
+// A role that lacks EXECUTE on pg_notify or the advisory locks (a
 // database that revoked it from PUBLIC) is told that a superuser grants it:
 // the schema's owner, whom the message names for every other grant, is
 // refused "permission denied for function pg_notify" (only the owner of
@@ -25,13 +25,14 @@ func TestPrivilegeErrorSaysASuperuserGrantsOnPgCatalogFunctions(t *testing.T) {
 		`GRANT INSERT ON "idemstore".idem_records TO "idem_app"`,
 		`GRANT EXECUTE ON FUNCTION pg_catalog.pg_notify(text,text) TO "idem_app"`,
 		`GRANT EXECUTE ON FUNCTION pg_catalog.pg_advisory_xact_lock(integer,integer) TO "idem_app"`,
+		`GRANT EXECUTE ON FUNCTION pg_catalog.pg_advisory_xact_lock_shared(integer,integer) TO "idem_app"`,
 	}, grants)
 
 	msg := (&PrivilegeError{Role: "idem_app", Schema: "idemstore", Access: AccessCalls, Grants: grants}).Error()
 	owner, superuser, ok := strings.Cut(msg, "; a superuser runs: ")
 	require.True(t, ok, msg)
 	require.True(t, strings.HasSuffix(owner, `the schema's owner runs: GRANT INSERT ON "idemstore".idem_records TO "idem_app"`), msg)
-	require.Equal(t, grants[1]+"; "+grants[2], superuser)
+	require.Equal(t, grants[1]+"; "+grants[2]+"; "+grants[3], superuser)
 
 	// Only the schema's grants: the message is as it always was.
 	msg = (&PrivilegeError{Role: "idem_ops", Schema: "idemstore", Access: AccessCalls, Grants: grants[:1]}).Error()

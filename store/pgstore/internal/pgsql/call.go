@@ -134,7 +134,7 @@ FROM ` + keyProbes + ` (
 // INSERT and UPDATE, statements alone, 8 callers, 20 rounds in rotation):
 // wrong hints are few (the executor's newness score turns the hint off
 // after a few), new calls are most. The key is not probed before the
-// insert, so a call already stored draws a token and takes the scope row's
+// insert, so a call already stored draws a token and takes the scope's
 // lock before ON CONFLICT finds the key taken (it inserts nothing and
 // changes no record, but its commit flushes WAL): a probe (NOT EXISTS)
 // kept a wrong hint from writing at all, but its index scan, with the
@@ -143,20 +143,9 @@ FROM ` + keyProbes + ` (
 // again on every claim (a new call's claim and completion cost 869–880 µs
 // of machine CPU with the probe, 633–653 without, 545–577 for the raw
 // INSERT and UPDATE; 8 clients, loopback PostgreSQL 15; docs/benchmarks.md).
-// A live scope's row is read FOR SHARE, as idem_scope_expiry does, in a
-// subquery: the lock orders the claim with ExtendScope and DeleteScope
-// (which update or delete the row), and a row changed while the claim
-// waited for it is read again in its latest version (READ COMMITTED), so
-// the record copies the extended expiry; under REPEATABLE READ the change
-// is a serialization failure, sent again by the store. A scope that is not
-// live is started by idem_scope_expiry (COALESCE calls it only then). In
-// the statement rather than through a function: calling
-// idem_scope_expiry_shared (migration 5: the scope's advisory lock, then a
-// read in a statement of its own, which writes one WAL record less) cost a
-// new call's claim 117 µs of server time against 88 µs for the subquery,
-// 65 µs for the raw INSERT (pgbench, 8 clients, interleaved scripts,
-// pg_stat_statements), the PL/pgSQL call and its two SPI statements
-// costing three times the row lock.
+// The record copies its live scope's expiry (insertPending says how the
+// claim orders itself with ExtendScope and DeleteScope); a scope that is
+// not live is started by idem_scope_expiry (COALESCE calls it only then).
 //
 // Parameters: $1 scope, $2 key, $3 tool, $4 fingerprint, $5 lease (µs),
 // $6 scope TTL (µs), $7 the Claim's nonce.
@@ -167,13 +156,43 @@ var claimNewSQL = insertPending("$2", "$3", "$4") + `
 // insertPending is the INSERT of a pending record that claimNewSQL and
 // claimNewManySQL make, up to its FROM: the key, tool and fingerprint are
 // the expressions given, the other values their parameters ($1 scope, $5
-// lease (µs), $6 scope TTL (µs), $7 nonce). The record's expiry is its
-// scope's, read under the scope row's lock (see claimNewSQL). The token
-// sequence is named by a constant (New fills in the schema), which
-// PostgreSQL resolves once, when it plans the statement: named by a text
-// parameter cast to regclass, as before, it was looked up in the catalog
-// on every run, which cost a claim 1.3 µs of execution at 1 client and
-// 6 µs at 8 (pgbench, interleaved scripts, pg_stat_statements).
+// lease (µs), $6 scope TTL (µs), $7 nonce). The token sequence is named by
+// a constant (New fills in the schema), which PostgreSQL resolves once,
+// when it plans the statement: named by a text parameter cast to regclass,
+// as before, it was looked up in the catalog on every run, which cost a
+// claim 1.3 µs of execution at 1 client and 6 µs at 8 (pgbench,
+// interleaved scripts, pg_stat_statements).
+//
+// The record's expiry is its live scope's, and ExtendScope and DeleteScope
+// must see every record written before they change the scope. They take
+// the scope's transaction-level advisory lock exclusively before they
+// touch its row (migration 5); the insert takes it shared (the CASE makes
+// it come first) and then reads the scope's row without locking it, and
+// uses what it read only if the row version has no xmax. The version the
+// statement's snapshot shows is then the latest one (every UPDATE, DELETE
+// or row lock sets the xmax of the version it replaces, committed or not),
+// and it stays so until the claim commits: a change that had begun would
+// have set the xmax, and one not yet begun must wait for the shared lock.
+// The xmax is read from the row's header in the buffer after the lock was
+// granted, so an ExtendScope that committed while the claim waited for the
+// lock (which a READ COMMITTED snapshot taken at the statement's start does
+// not show) is seen by its xmax. A version with an xmax (updated, deleted,
+// or locked by a write that holds the row FOR SHARE: idem_claim, idem_put,
+// and every claim of builds before this one) is read again FOR SHARE, the
+// row lock every write took before: a row changed while the claim waited
+// for it is then read in its latest version (READ COMMITTED), so the record
+// copies the extended expiry, and under REPEATABLE READ the change is a
+// serialization failure, sent again by the store. A row lock writes the
+// row's header and a WAL record, and claims of one scope at once share it
+// through a MultiXact: the claim's INSERT took 152 against 142 µs of
+// execution and 5.05 against 4.05 WAL records with the row lock (pgbench,
+// 8 clients, interleaved scripts, pg_stat_statements; 146.5 against 121.6
+// in a second run), 129 µs for the raw INSERT. Taken through a PL/pgSQL
+// function (idem_scope_expiry_shared, migration 5: 117 against 88 µs) or
+// by a statement of its own in the same round trip, the advisory lock cost
+// more than the row lock (docs/benchmarks.md); taken in the INSERT's FROM
+// (a function scan), it made the claim and its UPDATE slower, for reasons
+// not found.
 func insertPending(key, tool, fp string) string {
 	return `INSERT INTO /* schema */idem_records AS r
 		(scope, key, status, tool, fingerprint, token, lease_until, attempts,
@@ -182,6 +201,10 @@ func insertPending(key, tool, fp string) string {
 		nextval('/* schema */idem_token_seq'::regclass), now() + $5::bigint * interval '1 microsecond', 1,
 		now(), now(),
 		COALESCE(
+			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
+			 WHERE sc.scope = $1 AND sc.expires_at > now()
+			 AND CASE WHEN pg_advisory_xact_lock_shared(1768187245 /* 'idem' */, hashtext($1)) IS NULL THEN false
+			     ELSE sc.xmax = '0'::xid END),
 			(SELECT sc.expires_at FROM /* schema */idem_scopes sc
 			 WHERE sc.scope = $1 AND sc.expires_at > now() FOR SHARE),
 			/* schema */idem_scope_expiry($1, $6::bigint, now())),
@@ -198,7 +221,7 @@ func insertPending(key, tool, fp string) string {
 // statement, reading ANY($2), took 1.4 ms at 1,800 records in the scope).
 // It inserts a pending record for each key that has none, in key order (two turns
 // sharing keys insert them in the same order, so one waits for the other
-// instead of deadlocking), under one scope row lock (claimNewSQL's). A set
+// instead of deadlocking), under one scope lock (insertPending's). A set
 // statement, not idem_claim_many's loop of two index probes and an
 // idem_claim a key in PL/pgSQL: a turn of 8 new calls took 0.75 ms of
 // execution through the function, 0.24 ms through this statement, against
