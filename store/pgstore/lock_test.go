@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,4 +311,73 @@ func awaitScopeLockWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool, s
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// New calls' claims racing ExtendScope in one scope, hinted new (the
+// scope's advisory lock and an unlocked read) and not (idem_claim, which
+// locks the scope's row, so that later hinted claims meet a row with an
+// xmax), one by one and as turns: once all are done, every record carries
+// the scope's expiry, the last ExtendScope's. A claim that copied an
+// expiry an ExtendScope had already replaced keeps the older one.
+func TestNewCallsClaimsRacingExtendScopeAllCarryTheScopesExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	scope := schema
+	mustClaim(ctx, t, st, scope, entry("first", `{}`), time.Hour)
+
+	const claimers, claimsEach = 4, 40
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, claimers+1)
+	wg.Go(func() { // ExtendScope, each time to a later expiry, until the claims end
+		for ttl := 2 * time.Hour; ; ttl += time.Minute {
+			select {
+			case <-stop: // not again: a last extension would mend a stale record
+				return
+			default:
+			}
+			if err := st.ExtendScope(ctx, scope, ttl); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	var claimsWG sync.WaitGroup
+	for c := range claimers {
+		claimsWG.Go(func() {
+			for i := range claimsEach {
+				id := fmt.Sprintf("c%d-%d", c, i)
+				var err error
+				switch i % 4 {
+				case 0, 1: // a new call's claim
+					_, err = st.Claim(ctx, scope, entry(id, `{}`), time.Hour, store.WriteOptions{LikelyNew: true})
+				case 2: // a claim not hinted: idem_claim locks the scope's row
+					_, err = st.Claim(ctx, scope, entry(id, `{}`), time.Hour, store.WriteOptions{})
+				case 3: // a turn of new calls
+					_, err = st.ClaimMany(ctx, scope, []store.Entry{entry(id+"a", `{}`), entry(id+"b", `{}`)}, time.Hour, store.WriteOptions{LikelyNew: true})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("claim %s: %w", id, err)
+					return
+				}
+			}
+		})
+	}
+	claimsWG.Wait()
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	var records, stale int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE r.expires_at <> sc.expires_at)
+		FROM `+pgx.Identifier{schema, "idem_records"}.Sanitize()+` r
+		JOIN `+pgx.Identifier{schema, "idem_scopes"}.Sanitize()+` sc USING (scope)
+		WHERE r.scope = $1`, scope).Scan(&records, &stale))
+	require.Equal(t, 1+claimers*claimsEach/4*5, records, "every claim wrote its record")
+	require.Zero(t, stale, "records with an expiry other than their scope's")
 }
