@@ -297,20 +297,9 @@ func TestNewCallsClaimCopiesTheExpiryOfAScopeRowChangedUnderItsRowLock(t *testin
 // (DeleteScope's first statement, which names no table).
 func awaitScopeLockWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool, scope string) {
 	t.Helper()
-	for {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND NOT granted
-			AND classid = 1768187245 AND objid = hashtext($1)::oid AND objsubid = 2`, scope).Scan(&n))
-		if n > 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no session waited for the scope's lock: %v", ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	awaitCount(ctx, t, pool, "session waiting for the scope's lock", `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND NOT granted
+		AND classid = 1768187245 AND objid = hashtext($1)::oid AND objsubid = 2`, scope)
 }
 
 // New calls' claims racing ExtendScope in one scope, hinted new (the

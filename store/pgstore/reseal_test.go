@@ -246,16 +246,23 @@ func TestResealLeavesARecordThatChangedMeanwhile(t *testing.T) {
 // row lock (a condition polled on the database, not a guess at timing).
 func awaitLockWait(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
+	awaitCount(ctx, t, pool, "statement waiting for the row lock", `SELECT count(*) FROM pg_stat_activity
+		WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, schema)
+}
+
+// awaitCount polls query (a count) until it is positive, and fails the
+// test, saying it saw no what, when ctx ends first.
+func awaitCount(ctx context.Context, t *testing.T, pool *pgxpool.Pool, what, query string, args ...any) {
+	t.Helper()
 	for {
 		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, schema).Scan(&n))
+		require.NoError(t, pool.QueryRow(ctx, query, args...).Scan(&n))
 		if n > 0 {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no statement waited for the row lock: %v", ctx.Err())
+			t.Fatalf("no %s: %v", what, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
