@@ -182,7 +182,11 @@ var claimNewSQL = insertPending("$2", "$3", "$4") + `
 // row lock every write took before: a row changed while the claim waited
 // for it is then read in its latest version (READ COMMITTED), so the record
 // copies the extended expiry, and under REPEATABLE READ the change is a
-// serialization failure, sent again by the store. A row lock writes the
+// serialization failure, sent again by the store. idem_scope_expiry would
+// read it so too; the subquery is there because the PL/pgSQL call costs
+// more (see below), and a scope's row keeps a locker's xmax until VACUUM
+// freezes it, so a scope once written by idem_claim or idem_put takes this
+// path for every later claim. A row lock writes the
 // row's header and a WAL record, and claims of one scope at once share it
 // through a MultiXact: the claim's INSERT took 152 against 142 µs of
 // execution and 5.05 against 4.05 WAL records with the row lock (pgbench,
