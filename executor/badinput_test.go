@@ -503,3 +503,26 @@ func TestAToolCallingItselfThroughItsExecutorIsRefusedNotRecursed(t *testing.T) 
 		}
 	})
 }
+
+// The refusal of a tool calling itself quotes the tool's name and the
+// scope as every error quotes a user's value, cut to contract.MaxQuoted
+// bytes: a long scope must not make a long error.
+func TestAToolCallingItselfIsRefusedWithItsScopeAndToolCut(t *testing.T) {
+	t.Parallel()
+	mem, err := memstore.New(nil)
+	require.NoError(t, err)
+	scope, tool := strings.Repeat("s", 200), strings.Repeat("t", 200)
+	var self *Idempotent
+	self, err = New(ExecutorFunc(func(ctx context.Context, c Call) (Result, error) {
+		return self.ForScope(scope).Execute(ctx, c)
+	}), mem, nil)
+	require.NoError(t, err)
+	_, err = self.ForScope(scope).Execute(bounded(t), call(tool, `{}`))
+	var ie *contract.InputError
+	require.ErrorAs(t, err, &ie)
+	require.Contains(t, ie.Problem, "must not call itself")
+	require.Contains(t, err.Error(), contract.Quote(scope))
+	require.Contains(t, err.Error(), contract.Quote(tool))
+	require.NotContains(t, err.Error(), strings.Repeat("s", contract.MaxQuoted+1))
+	require.NotContains(t, err.Error(), strings.Repeat("t", contract.MaxQuoted+1))
+}

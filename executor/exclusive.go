@@ -59,15 +59,11 @@ func (s *Scoped) follow(ctx context.Context, f *flight, done <-chan struct{}, en
 	case <-waited.timer(s.e.cfg.MaxWait):
 		return Result{}, false, &store.InFlightError{Scope: s.scope, Key: ent.Key}
 	}
-	switch {
-	case f.rerun:
+	if f.rerun {
 		return Result{}, true, nil
-	case f.err != nil:
-		return Result{}, false, f.err
 	}
-	r := f.res
-	r.Replayed, r.Stored = true, false
-	return r, false, nil
+	res, err = f.handOut()
+	return res, false, err
 }
 
 // claimAndRun claims the key in one atomic store step, then replays

@@ -89,7 +89,8 @@ func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, er
 	done := f.done
 	if done != nil {
 		// The followers' own copy: the leader's Output is its caller's to
-		// change once land returns, and a follower replays what was stored.
+		// change once land returns, and a follower replays what was stored
+		// (or, when it was not stored, is told what the tool produced).
 		res.Output = bytes.Clone(res.Output)
 		f.res, f.err, f.rerun = res, err, rerun
 	}
@@ -100,4 +101,23 @@ func (fs *flights) land(scope string, ent store.Entry, f *flight, res Result, er
 	}
 	// Nobody joined it, and nobody can now that it left the map.
 	flightPool.Put(f)
+}
+
+// handOut returns a follower's own result and error of the flight: every
+// follower's Output is its own copy, which its caller may change as the
+// leader's caller may change the leader's. A call whose outcome was not
+// stored gives the follower what the leader got, the tool's result and an
+// *OutcomeNotStoredError carrying it.
+func (f *flight) handOut() (Result, error) {
+	r := f.res
+	r.Output = bytes.Clone(r.Output)
+	if f.err == nil {
+		r.Replayed, r.Stored = true, false
+		return r, nil
+	}
+	if ons, ok := f.err.(*OutcomeNotStoredError); ok {
+		// The leader's error carries the leader's Output (its res).
+		return r, &OutcomeNotStoredError{Result: r, Err: ons.Err}
+	}
+	return Result{}, f.err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
 )
 
 // goCallers starts n identical calls of c on s and returns their results'
@@ -369,4 +370,71 @@ func TestInProcessReplayIsTheStoredBytesWhateverTheLeadersCallerDoesWithItsResul
 	require.NoError(t, err)
 	require.Equal(t, rec.Outcome.Result, r.res.Output, "what was stored")
 	require.EqualValues(t, 1, b.tool.runs.Load())
+}
+
+// Each follower's replay is its own copy: one caller changing its result
+// changes no other caller's.
+func TestEveryInProcessReplayIsTheFollowersOwnCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxWait: time.Minute})
+	g := newGate()
+	b.tool.behave = func(context.Context, Call) (Result, error) {
+		g.wait()
+		return Result{Output: []byte(`{"message_id":"m-1"}`)}, nil
+	}
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	lead := goExecute(ctx, b.exec, c)
+	g.awaitStart(t)
+	first, second := goExecute(ctx, b.exec, c), goExecute(ctx, b.exec, c)
+	awaitFollowers(t, b.exec, c, 2)
+	g.release()
+
+	require.NoError(t, await(t, lead).err)
+	r1, r2 := await(t, first), await(t, second)
+	require.NoError(t, r1.err)
+	require.NoError(t, r2.err)
+	copy(r1.res.Output, "XXXXXXXX") // one follower's caller reuses its buffer
+	require.Equal(t, `{"message_id":"m-1"}`, string(r2.res.Output))
+}
+
+// A leader whose outcome could not be stored (here: over the store's
+// result limit) hands each follower what the leader's caller got, the
+// tool's result and an *OutcomeNotStoredError carrying it, as the follower's
+// own copy: the leader's caller may change its result at once.
+func TestFollowersOfACallNotStoredGetTheToolsResultAsTheirOwn(t *testing.T) {
+	t.Parallel()
+	st, err := memstore.New(&memstore.Config{Limits: store.Limits{MaxResultBytes: 16}})
+	require.NoError(t, err)
+	g := newGate()
+	tool := &countingTool{behave: func(context.Context, Call) (Result, error) {
+		g.wait()
+		return Result{Output: []byte(`{"message_id":"m-1"}`)}, nil // 20 bytes
+	}}
+	idem, err := New(tool, st, &Config{MaxWait: time.Minute})
+	require.NoError(t, err)
+	exec := idem.ForScope(testScope)
+	ctx := bounded(t)
+	c := call("send_mail", `{"to":"a@example.com"}`)
+	lead := goExecute(ctx, exec, c)
+	g.awaitStart(t)
+	follower := goExecute(ctx, exec, c)
+	awaitFollowers(t, exec, c, 1)
+	g.release()
+
+	lr := await(t, lead)
+	var leaders *OutcomeNotStoredError
+	require.ErrorAs(t, lr.err, &leaders)
+	copy(lr.res.Output, "XXXXXXXX") // the leader's caller reuses its buffer
+	copy(leaders.Result.Output, "XXXXXXXX")
+
+	fr := await(t, follower)
+	var ons *OutcomeNotStoredError
+	require.ErrorAs(t, fr.err, &ons)
+	require.NotSame(t, leaders, ons)
+	require.ErrorIs(t, ons, store.ErrTooLarge)
+	require.Equal(t, `{"message_id":"m-1"}`, string(ons.Result.Output))
+	require.Equal(t, `{"message_id":"m-1"}`, string(fr.res.Output), "the result beside the error, as the leader's")
+	require.False(t, fr.res.Replayed)
+	require.EqualValues(t, 1, tool.runs.Load())
 }

@@ -234,7 +234,8 @@ func (s *Scoped) runningHere(ctx context.Context, ent store.Entry) *running {
 // until MaxWait).
 func errReentered(scope string, ent store.Entry) error {
 	return &contract.InputError{Field: "call", Problem: fmt.Sprintf(
-		"tool %q asked its own executor for the call it is running (scope %q, key %s): a tool must not call itself", ent.Tool, scope, ent.Key)}
+		"tool %s asked its own executor for the call it is running (scope %s, key %s): a tool must not call itself",
+		contract.Quote(ent.Tool), contract.Quote(scope), ent.Key)}
 }
 
 // EntryOf returns a call's identity as the store sees it (key, fingerprint

@@ -196,7 +196,14 @@ func (s *Scoped) prepare(ctx context.Context, calls []Call) ([]Prepared, error) 
 		}
 		switch {
 		case cr.Err != nil:
-			p.Err = cr.Err
+			// A bad call (its key holds another call) fails the same way
+			// whenever it runs; any other refusal of one entry (a store
+			// with no room for it now, a failure after the other entries
+			// were claimed) is not the call's: it is left unclaimed, and
+			// Run claims it again as Execute would.
+			if contract.ClassOf(cr.Err) == contract.ClassBadCall {
+				p.Err = cr.Err
+			}
 		case cr.State == store.ClaimCompleted:
 			if err := store.CheckFingerprint(s.scope, p.ent, cr.Record); err != nil {
 				p.Err = err

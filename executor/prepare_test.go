@@ -12,6 +12,7 @@ import (
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/keyhash"
 	"github.com/idemstore/idemstore/store"
+	"github.com/idemstore/idemstore/store/memstore"
 )
 
 // A turn of missing calls costs one store call before its tools run
@@ -661,4 +662,34 @@ func TestPreparedRunWithADoneContextRunsNothingAndGivesItsClaimUp(t *testing.T) 
 		require.True(t, again.Replayed)
 		require.EqualValues(t, 1, b.tool.runs.Load())
 	})
+}
+
+// A call the store has no room for at Prepare (a *store.FullError in its
+// ClaimResult, ClassRetry) is not a bad call: its Prepared carries no Err,
+// and once room is free Run claims and runs it as Execute would.
+func TestPreparedCallTheStoreHadNoRoomForRunsOnceThereIsRoom(t *testing.T) {
+	t.Parallel()
+	ctx := bounded(t)
+	st, err := memstore.New(&memstore.Config{MaxRecords: 2})
+	require.NoError(t, err)
+	other, err := New(&countingTool{}, st, nil)
+	require.NoError(t, err)
+	held, err := other.ForScope("other-run").Prepare(ctx, []Call{call("send_mail", `{"o":1}`)})
+	require.NoError(t, err) // a live claim of another run holds one of the two places
+	tool := &countingTool{}
+	idem, err := New(tool, st, nil)
+	require.NoError(t, err)
+
+	preps, err := idem.ForScope(testScope).Prepare(ctx, []Call{call("send_mail", `{"a":1}`), call("send_mail", `{"b":2}`)})
+	require.NoError(t, err)
+	require.NoError(t, preps[0].Err)
+	require.NoError(t, preps[1].Err, "no room now is not the call's fault")
+	require.NoError(t, held[0].Release(ctx, "the other run gave up"))
+
+	for _, p := range preps {
+		res, err := p.Run(ctx)
+		require.NoError(t, err)
+		require.False(t, res.Replayed)
+	}
+	require.EqualValues(t, 2, tool.runs.Load())
 }

@@ -358,3 +358,26 @@ func TestUnknownOutcomeOfAToolWithoutReconcilerKeepsItsClaimThroughTheRegistry(t
 	require.EqualValues(t, 1, b.send.runs.Load(), "not run again while its claim is live")
 	require.ErrorIs(t, entryFor(t, tr, "c1").Err, store.ErrInFlight)
 }
+
+// A call the store has no room for (another run's live claims hold every
+// place) is not a bad call: it is reported failed (class retry), never
+// refused, and the tool does not run.
+func TestACallTheStoreHasNoRoomForFailsAndIsNotRefused(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, &memstore.Config{MaxRecords: 1})
+	other := executor.Call{Tool: "send", Args: []byte(`{"to":"grace"}`)}
+	_, err := b.mem.Claim(context.Background(), "other-run", b.entry(t, other), time.Minute, store.WriteOptions{})
+	require.NoError(t, err)
+	model := scripted(toolCalls(call("c1", "send", `{"to":"ada"}`)), answer("could not send"))
+	tr, err := b.run(t, b.config(model), "mail Ada")
+	require.NoError(t, err)
+
+	e := entryFor(t, tr, "c1")
+	require.Equal(t, agent.StatusFailed, e.Status)
+	var full *store.FullError
+	require.ErrorAs(t, e.Err, &full)
+	require.Equal(t, contract.ClassRetry, contract.ClassOf(e.Err))
+	require.Empty(t, containing(tr.Steps, "send refused"))
+	require.Zero(t, b.send.runs.Load())
+	require.True(t, toolMessage(t, model.Requests()[1], "c1").IsError)
+}
