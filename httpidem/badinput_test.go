@@ -75,6 +75,9 @@ func TestKeyHeaderNameAndLimitAreConfigurable(t *testing.T) {
 	missing := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
 	require.Equal(t, http.StatusBadRequest, missing.Status, "the default header is not read")
 	require.Contains(t, problemOf(t, missing).Detail, "X-Request-Key")
+	bare := problemOf(t, send(t, srv, http.MethodPost, "/orders", "", `{}`, "X-Request-Key", "k-1"))
+	require.Contains(t, bare.Detail, "X-Request-Key: the key is not a quoted string")
+	require.NotContains(t, bare.Detail, "Idempotency-Key", "the hint names no header the service does not read")
 	require.Equal(t, int64(1), h.runs.Load())
 }
 

@@ -77,7 +77,7 @@ func ParseKey(value string) (string, error) {
 func notAString(c byte) string {
 	switch {
 	case c == '-' || isDigit(c) || isAlpha(c) || c == '*':
-		return `the key is not a quoted string (send it as Idempotency-Key: "…")`
+		return `the key is not a quoted string (send it in double quotes: "…")`
 	default:
 		return fmt.Sprintf("the value is not a quoted string (it starts with %q)", c)
 	}

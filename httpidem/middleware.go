@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"reflect"
 	"strings"
 	"sync"
@@ -371,6 +372,14 @@ func (m *Middleware) replay(w http.ResponseWriter, r *http.Request, req request,
 		body   []byte
 		last   string
 	)
+	// The allow-listed headers are the stored ones alone: one set before
+	// the middleware (by an outer handler) that the first response did
+	// not have (its handler deleted it) must not appear in the replay.
+	for name := range h {
+		if m.cfg.replayHeaders[name] || m.cfg.replayHeaders[textproto.CanonicalMIMEHeaderKey(name)] {
+			delete(h, name)
+		}
+	}
 	err := decodeResponse(rec.Outcome.Result,
 		func(s int) { status = s },
 		func(name, value string) {

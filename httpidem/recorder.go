@@ -3,10 +3,12 @@ package httpidem
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,24 +19,30 @@ import (
 // stored (flushed, hijacked, over MaxResponseBytes, switching protocols)
 // is passed through from then on.
 //
-// Headers the handler sets after WriteHeader (which net/http ignores) go
-// out with the first response, since the real WriteHeader comes later;
-// they are never stored. A recorder is used by the handler's goroutine;
-// like any ResponseWriter it is not safe for concurrent use.
+// The headers go out as they were at WriteHeader, as net/http sends them:
+// changes the handler makes after it (which net/http ignores) are undone
+// before the real WriteHeader, which comes later, so that the first
+// response is the one stored and replayed. A declared Content-Length is
+// kept to as net/http keeps to it. A recorder is used by the handler's
+// goroutine; like any ResponseWriter it is not safe for concurrent use.
 type recorder struct {
-	w   http.ResponseWriter
-	max int
+	w    http.ResponseWriter
+	max  int
+	head bool // a HEAD request: a Content-Length need not match a body
 
-	status  int         // 0 until the handler sends a final status
-	header  http.Header // the allow-listed headers at that moment
-	body    []byte
-	through bool   // passing through: nothing more is held back
-	unsaved string // why the response cannot be stored; "" while it can
-	allowed map[string]bool
+	status   int         // 0 until the handler sends a final status
+	implicit bool        // the status is the 200 of a handler that wrote nothing
+	header   http.Header // the allow-listed headers at that moment
+	sent     http.Header // the whole header map then, what goes out; nil once out
+	declared int64       // the Content-Length then, or -1
+	body     []byte
+	through  bool   // passing through: nothing more is held back
+	unsaved  string // why the response cannot be stored; "" while it can
+	allowed  map[string]bool
 }
 
-func newRecorder(w http.ResponseWriter, max int, allowed map[string]bool) *recorder {
-	return &recorder{w: w, max: max, allowed: allowed}
+func newRecorder(w http.ResponseWriter, max int, allowed map[string]bool, head bool) *recorder {
+	return &recorder{w: w, max: max, allowed: allowed, head: head, declared: -1}
 }
 
 // Header returns the real writer's header map: what the handler sets goes
@@ -68,6 +76,9 @@ func (r *recorder) WriteHeader(code int) {
 	r.status = code
 	r.header = make(http.Header, len(r.allowed))
 	h := r.w.Header()
+	if !r.through {
+		r.sent, r.declared = h.Clone(), declaredLength(h)
+	}
 	var other []string // allowed names set in another case, through the map
 	for name, vals := range h {
 		if r.allowed[name] {
@@ -120,6 +131,12 @@ func (r *recorder) Write(p []byte) (int, error) {
 	}
 	if r.through {
 		return r.w.Write(p)
+	}
+	if r.declared >= 0 && !r.head && int64(len(r.body)+len(p)) > r.declared {
+		// As net/http: the write fails whole, and the response (cut short
+		// of what the handler meant) is not one to replay.
+		r.refuse("the handler wrote more than its Content-Length")
+		return 0, http.ErrContentLength
 	}
 	if len(r.body)+len(p) > r.max {
 		r.passThrough("the response is over MaxResponseBytes")
@@ -187,8 +204,9 @@ func (r *recorder) passThrough(reason string) {
 		return
 	}
 	r.through = true
-	r.unsaved = reason
+	r.refuse(reason)
 	if r.status != 0 {
+		r.restoreHeader()
 		r.w.WriteHeader(r.status)
 	}
 	if len(r.body) > 0 {
@@ -197,16 +215,60 @@ func (r *recorder) passThrough(reason string) {
 	}
 }
 
+// refuse marks the response as one not to store, for reason (the first
+// reason given is kept).
+func (r *recorder) refuse(reason string) {
+	if r.unsaved == "" {
+		r.unsaved = reason
+	}
+}
+
 // end marks the handler's return. A handler that wrote nothing answered
-// 200 with no body, as net/http would. Trailers are not stored, so a
-// response that has some is not stored either.
+// 200 with no body, as net/http would (implicit). Trailers are not stored,
+// so a response that has some is not stored either; nor is a body shorter
+// than its declared Content-Length, which net/http answers by closing the
+// connection.
 func (r *recorder) end() {
 	if r.status == 0 && !r.through {
 		r.WriteHeader(http.StatusOK)
+		r.implicit = true
 	}
-	if r.unsaved == "" && hasTrailers(r.w.Header()) {
-		r.unsaved = "the response has trailers"
+	if hasTrailers(r.w.Header()) {
+		r.refuse("the response has trailers")
 	}
+	if !r.through && r.declared >= 0 && !r.head && bodyAllowed(r.status) && int64(len(r.body)) != r.declared {
+		r.refuse("the body is shorter than its Content-Length")
+	}
+}
+
+// restoreHeader undoes what the handler changed in the header map after
+// WriteHeader, before the real WriteHeader sends it. A response with
+// trailers keeps the map as it is: their values are set after WriteHeader
+// (and it is not stored).
+func (r *recorder) restoreHeader() {
+	if r.sent == nil {
+		return
+	}
+	h := r.w.Header()
+	if !hasTrailers(r.sent) && !hasTrailers(h) {
+		clear(h)
+		maps.Copy(h, r.sent)
+	}
+	r.sent = nil
+}
+
+// declaredLength returns the Content-Length h declares, or -1 when none
+// or one net/http would drop as invalid.
+func declaredLength(h http.Header) int64 {
+	v := h.Get("Content-Length")
+	if v == "" {
+		return -1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // hasTrailers reports whether h declares or holds trailers.
@@ -229,6 +291,7 @@ func (r *recorder) finish() {
 		return
 	}
 	r.through = true
+	r.restoreHeader()
 	r.w.WriteHeader(r.status)
 	if len(r.body) > 0 {
 		_, _ = r.w.Write(r.body) // a failed write to the client is the client's loss

@@ -20,7 +20,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		Claim: cr.Claim, TakenOver: cr.TakenOver,
 	}}
 	ctx := context.WithValue(r.Context(), runKey{}, st)
-	rec := newRecorder(w, m.cfg.maxResponse, m.cfg.replayHeaders)
+	rec := newRecorder(w, m.cfg.maxResponse, m.cfg.replayHeaders, r.Method == http.MethodHead)
 	ren := m.startRenewal(ctx, cr.Claim)
 	returned := false
 	defer func() {
@@ -80,6 +80,12 @@ func (m *Middleware) settle(ctx context.Context, st *run, rec *recorder, claim s
 	switch {
 	case rec.unsaved != "":
 		m.release(ctx, claim, "not stored: "+rec.unsaved)
+		return
+	case rec.implicit && ctx.Err() != nil:
+		// The handler returned without a word once the request's context
+		// had ended (the client went away, the server is shutting down):
+		// it gave up, and its implicit 200 is no answer to replay.
+		m.release(ctx, claim, "not stored: the handler wrote nothing after the request's context ended")
 		return
 	case !m.cfg.storable(status):
 		m.release(ctx, claim, fmt.Sprintf("not stored: status %d", status))
