@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -367,4 +368,61 @@ func TestCallerRefusesArgumentsNestedDeeperThanTheSDKReadsAndKeepsTheSession(t *
 	require.NoError(t, err, "the session is still open, and the deepest arguments the SDK reads are sent")
 	require.False(t, res.Failed)
 	require.Equal(t, 1, srv.runCount())
+}
+
+// An upstream whose prompts or resources lists page without end (a cursor
+// repeated, or a new one on every page) is refused by NewProxy after a
+// bounded number of pages, as ListTools refuses such a tools/list: the
+// proxy never started, sending list requests without end.
+func TestNewProxyRefusesAnUpstreamThatPagesItsListsWithoutEnd(t *testing.T) {
+	t.Parallel()
+	for _, list := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+		for name, cursor := range map[string]func(n int) string{
+			"repeated": func(int) string { return "same" },
+			"endless":  func(n int) string { return fmt.Sprintf("c%d", n) },
+		} {
+			t.Run(list+" "+name, func(t *testing.T) {
+				t.Parallel()
+				entries := map[string]string{
+					"prompts/list":             `"prompts":[{"name":"p"}]`,
+					"resources/list":           `"resources":[{"uri":"file:///r","name":"r"}]`,
+					"resources/templates/list": `"resourceTemplates":[{"uriTemplate":"file:///{x}","name":"t"}]`,
+				}
+				var pages int
+				cs := rawServerAnswering(t, `{"tools":{},"prompts":{},"resources":{}}`, func(method string) string {
+					switch method {
+					case list:
+						pages++
+						return `{` + entries[list] + `,"nextCursor":"` + cursor(pages) + `"}`
+					case "tools/list":
+						return `{"tools":[]}`
+					}
+					return `{` + entries[method] + `}`
+				})
+				st, err := memstore.New(nil)
+				require.NoError(t, err)
+				p, err := mcptools.NewProxy(testContext(t), cs, &mcptools.ProxyConfig{Store: st})
+				require.Nil(t, p)
+				require.ErrorContains(t, err, list+": ")
+				if name == "repeated" {
+					require.ErrorContains(t, err, `repeated the cursor "same"`)
+				} else {
+					require.ErrorContains(t, err, "more than 1000 pages")
+				}
+			})
+		}
+	}
+}
+
+// An upstream that lists a tool's name twice is refused by NewProxy, as
+// Register refuses it: the proxy served the last of them and said nothing.
+func TestNewProxyRefusesAnUpstreamListingAToolTwice(t *testing.T) {
+	t.Parallel()
+	var calls int
+	cs := rawServer(t, `[{"name":"send","description":"first","inputSchema":{"type":"object"}},{"name":"send","description":"second","inputSchema":{"type":"object"}}]`, `{"content":[]}`, &calls)
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	p, err := mcptools.NewProxy(testContext(t), cs, &mcptools.ProxyConfig{Store: st})
+	require.Nil(t, p)
+	require.ErrorContains(t, err, `the upstream lists the tool "send" twice`)
 }

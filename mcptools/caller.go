@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"unicode/utf8"
 
@@ -51,10 +52,12 @@ func NewCaller(session *mcp.ClientSession) (*Caller, error) {
 // A result with isError gives a Result with Failed set; a result that needs
 // more input gives a *NeedsInputError (not stored by an idempotent executor,
 // as every error); a JSON-RPC error from the server is returned wrapped, and
-// so is a call on a closed session (matching mcp.ErrConnectionClosed: the
-// request was never sent); any other error (a connection broken while the
-// call was out, ctx done meanwhile) wraps executor.ErrOutcomeUnknown, since
-// the server may have run the tool.
+// so is a call on a closed session (matching mcp.ErrConnectionClosed) or
+// over HTTP to a server that could not be reached (a failed dial or name
+// lookup): the request was never sent. Any other error (a connection broken
+// while the call was out, an HTTP gateway's 502 or 504 in place of the
+// answer, ctx done meanwhile) wraps executor.ErrOutcomeUnknown, since the
+// server may have run the tool.
 func (c *Caller) Execute(ctx context.Context, call executor.Call) (executor.Result, error) {
 	return c.call(ctx, call.Tool, call)
 }
@@ -142,9 +145,15 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 	res, err := c.session.CallTool(rctx, params)
 	raw := slot.done()
 	if err != nil {
+		err = withoutURLSecrets(err)
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
 			return executor.Result{}, fmt.Errorf("mcptools: %s: the server refused the call: %w", contract.Quote(name), err)
+		}
+		if werr != nil && neverConnected(err) {
+			// The HTTP transport could not reach the server at all (no
+			// address, nothing listening): the request was never sent.
+			return executor.Result{}, fmt.Errorf("mcptools: %s: the server could not be reached; the call was not run: %w", contract.Quote(name), err)
 		}
 		if errors.Is(err, mcp.ErrConnectionClosed) {
 			// The SDK says so only when its connection refused to start
@@ -171,6 +180,29 @@ func (c *Caller) call(ctx context.Context, name string, call executor.Call) (exe
 		return executor.Result{}, fmt.Errorf("mcptools: %s: %w: %w", contract.Quote(name), executor.ErrOutcomeUnknown, err)
 	}
 	return executor.Result{Output: out, Failed: res.IsError}, nil
+}
+
+// codeRejectedByTransport is the code of the error the SDK's streamable
+// HTTP transport gives for a request whose answer it did not get: its
+// client's POST failed (a connection that broke after the request was
+// written among them), or the answer was a 502, 503, 504 or 429 with no
+// JSON-RPC error in it (a gateway's, whose server may have run the call).
+// It is a *jsonrpc.Error, as a server's refusal is, but says nothing of
+// whether the server ran the tool: the call's outcome is unknown, unless
+// the connection was never made (neverConnected). A server's own JSON-RPC
+// error, in a non-2xx answer too, is found first in the chain.
+const codeRejectedByTransport = -32005
+
+// neverConnected reports whether err holds a failure to make the
+// connection (a dial or a name lookup that failed), before any request
+// could be sent on it.
+func neverConnected(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // maxArgsDepth is the deepest nesting of arguments a tools/call can carry

@@ -40,7 +40,8 @@ func Connect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp
 	case *mcp.CommandTransport, *mcp.StdioTransport, *mcp.IOTransport, *mcp.InMemoryTransport:
 		t = &rawTransport{inner: t}
 	}
-	return client.Connect(ctx, t, opts)
+	cs, err := client.Connect(ctx, t, opts)
+	return cs, withoutURLSecrets(err)
 }
 
 // checkTransport refuses a transport the SDK would crash on: a typed nil

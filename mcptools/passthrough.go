@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/idemstore/idemstore/contract"
 )
 
 // Prompts and resources are reads, so the proxy passes them through as
@@ -19,24 +21,17 @@ import (
 // that names the entry would dereference, crashing NewProxy.
 
 func (p *Proxy) addPrompts(ctx context.Context) error {
-	i := 0
-	for prompt, err := range p.upstream.Prompts(ctx, nil) {
-		if methodNotFound(err) {
-			p.logNotListed("prompts/list", err)
-			break
-		}
+	return eachListed(p, "prompts/list", "prompt", func(cursor string) ([]*mcp.Prompt, string, error) {
+		res, err := p.upstream.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
-			return fmt.Errorf("mcptools: prompts/list: %w", err)
+			return nil, "", err
 		}
-		if prompt == nil {
-			return fmt.Errorf("mcptools: prompts/list: prompt %d is null", i)
-		}
-		i++
+		return res.Prompts, res.NextCursor, nil
+	}, func(prompt *mcp.Prompt) {
 		if err := guard(func() { p.server.AddPrompt(prompt, p.getPrompt) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's prompt cannot be served; left out", slog.String("prompt", prompt.Name), slog.Any("error", err))
 		}
-	}
-	return nil
+	})
 }
 
 func (p *Proxy) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -51,42 +46,32 @@ func (p *Proxy) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 }
 
 func (p *Proxy) addResources(ctx context.Context) error {
-	i := 0
-	for res, err := range p.upstream.Resources(ctx, nil) {
-		if methodNotFound(err) {
-			p.logNotListed("resources/list", err)
-			break
-		}
+	err := eachListed(p, "resources/list", "resource", func(cursor string) ([]*mcp.Resource, string, error) {
+		res, err := p.upstream.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			return fmt.Errorf("mcptools: resources/list: %w", err)
+			return nil, "", err
 		}
-		if res == nil {
-			return fmt.Errorf("mcptools: resources/list: resource %d is null", i)
-		}
-		i++
+		return res.Resources, res.NextCursor, nil
+	}, func(res *mcp.Resource) {
 		if err := guard(func() { p.server.AddResource(res, p.readResource) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's resource cannot be served; left out", slog.String("uri", res.URI), slog.Any("error", err))
 		}
+	})
+	if err != nil {
+		return err
 	}
-	i = 0
-	for tmpl, err := range p.upstream.ResourceTemplates(ctx, nil) {
-		if methodNotFound(err) {
-			p.logNotListed("resources/templates/list", err)
-			break
-		}
+	return eachListed(p, "resources/templates/list", "resource template", func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
+		res, err := p.upstream.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 		if err != nil {
-			return fmt.Errorf("mcptools: resources/templates/list: %w", err)
+			return nil, "", err
 		}
-		if tmpl == nil {
-			return fmt.Errorf("mcptools: resources/templates/list: resource template %d is null", i)
-		}
-		i++
+		return res.ResourceTemplates, res.NextCursor, nil
+	}, func(tmpl *mcp.ResourceTemplate) {
 		if err := guard(func() { p.server.AddResourceTemplate(tmpl, p.readResource) }); err != nil {
 			p.log.Warn("mcpproxy: the upstream's resource template cannot be served; left out",
 				slog.String("uri_template", tmpl.URITemplate), slog.Any("error", err))
 		}
-	}
-	return nil
+	})
 }
 
 func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -113,4 +98,43 @@ func methodNotFound(err error) bool {
 // logNotListed says which list the upstream does not implement.
 func (p *Proxy) logNotListed(method string, err error) {
 	p.log.Info("mcpproxy: the upstream does not implement "+method+"; serving none", slog.Any("error", err))
+}
+
+// eachListed reads every page of the upstream's list method (page returns
+// one page's entries and its next cursor) and hands each entry to add. It
+// reads at most maxListPages pages and refuses a cursor the upstream gave
+// before, as ListTools does: a server that pages forever kept the proxy
+// from starting, sending requests without end. An upstream that does not
+// implement the method (methodNotFound) lists nothing.
+func eachListed[T any](p *Proxy, method, what string, page func(cursor string) ([]*T, string, error), add func(*T)) error {
+	seen := make(map[string]bool)
+	cursor, i := "", 0
+	for n := 0; ; n++ {
+		if n == maxListPages {
+			return fmt.Errorf("mcptools: %s: more than %d pages", method, maxListPages)
+		}
+		entries, next, err := page(cursor)
+		if methodNotFound(err) {
+			p.logNotListed(method, err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("mcptools: %s: %w", method, withoutURLSecrets(err))
+		}
+		for _, e := range entries {
+			if e == nil {
+				return fmt.Errorf("mcptools: %s: %s %d is null", method, what, i)
+			}
+			i++
+			add(e)
+		}
+		if next == "" {
+			return nil
+		}
+		if seen[next] {
+			return fmt.Errorf("mcptools: %s: the upstream repeated the cursor %s", method, contract.Quote(next))
+		}
+		seen[next] = true
+		cursor = next
+	}
 }

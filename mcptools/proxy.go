@@ -147,6 +147,16 @@ func (p *Proxy) addTools(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A name listed twice is refused, as Register refuses it: the SDK
+	// would keep the last one quietly, and the proxy's clients would call
+	// a tool other than the one they were shown first.
+	names := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if names[t.Name] {
+			return fmt.Errorf("mcptools: the upstream lists the tool %s twice", contract.Quote(t.Name))
+		}
+		names[t.Name] = true
+	}
 	for _, t := range tools {
 		if t.InputSchema == nil {
 			// The SDK requires a schema to serve a tool; an object takes

@@ -37,7 +37,7 @@ func ListTools(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Tool, er
 		res, err := session.ListTools(rctx, params)
 		raw := slot.done()
 		if err != nil {
-			return nil, fmt.Errorf("mcptools: tools/list: %w", err)
+			return nil, fmt.Errorf("mcptools: tools/list: %w", withoutURLSecrets(err))
 		}
 		listed, err := toolsOf(raw, res)
 		if err != nil {
