@@ -79,7 +79,13 @@ func list(ctx context.Context, e env) error {
 // the same query, ready to paste into a shell.
 func nextCommand(cfg config, cursor string) string {
 	var b strings.Builder
-	b.WriteString("idemctl list")
+	b.WriteString("idemctl")
+	if cfg.set["schema"] {
+		// The database URL stays out (it may hold a password); the schema
+		// must not, or the next page is the default schema's.
+		b.WriteString(" -schema " + shellQuote(cfg.schema))
+	}
+	b.WriteString(" list")
 	for _, f := range []struct {
 		name, value string
 	}{

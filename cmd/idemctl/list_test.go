@@ -90,7 +90,8 @@ func TestListPagesWithTheCursor(t *testing.T) {
 
 	r := f.ctl("list", "-limit", "3", "-stuck-after", "1h")
 	requireOK(t, r)
-	require.Regexp(t, `\nnext page: idemctl list -stuck-after 1h0m0s -limit 3 -after a1\.\S+\n$`, r.stdout)
+	require.Regexp(t, `\nnext page: idemctl -schema `+f.schema+` list -stuck-after 1h0m0s -limit 3 -after a1\.\S+\n$`, r.stdout,
+		"the next page is of the same schema")
 	require.Equal(t, "'it'\\''s a run'", shellQuote("it's a run"), "a scope is quoted for the shell")
 
 	r = f.ctl("list", "-after", "not-a-cursor")

@@ -37,7 +37,19 @@ func ready(ctx context.Context, e env) error {
 	if err := e.db.pool.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
 		return err
 	}
+	if e.cfg.json {
+		return writeJSON(e.stdout, readyJSON{Ready: true, Role: role, Access: a.String(), Schema: e.cfg.schema})
+	}
 	_, err := fmt.Fprintf(e.stdout, "ready: role %s has every privilege %s needs on schema %s, which is migrated\n",
 		cell(role, 100), a, e.cfg.schema)
 	return err
+}
+
+// readyJSON is ready's answer under -json (a role that is not ready is an
+// error, on stderr, as every command's).
+type readyJSON struct {
+	Ready  bool   `json:"ready"`
+	Role   string `json:"role"`
+	Access string `json:"access"`
+	Schema string `json:"schema"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -133,6 +134,12 @@ func TestReadyChecksPrivilegesAndTheSchema(t *testing.T) {
 	r := f.ctl("ready")
 	requireOK(t, r)
 	require.Regexp(t, `^ready: role \S+ has every privilege calls needs on schema `+f.schema+`, which is migrated\n$`, r.stdout)
+	r = f.ctl("ready", "-access", "inspect", "-json")
+	requireOK(t, r)
+	var shown readyJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), "-json prints JSON: %s", r.stdout)
+	require.Equal(t, readyJSON{Ready: true, Role: shown.Role, Access: "inspect", Schema: f.schema}, shown)
+	require.NotEmpty(t, shown.Role)
 
 	r = runCtl("-database-url", f.url, "-schema", "no_such_schema_here", "ready")
 	requireOneLineFailure(t, r, exitFail, "migrate -schema no_such_schema_here up")

@@ -27,17 +27,23 @@ func scopeShow(ctx context.Context, e env) error {
 
 // scopeExtend moves a live scope's expiry (and its live records') to now +
 // -ttl; an expired or unknown scope is left alone, as ExtendScope does, and
-// the command says so.
+// the command says so. It looks before it writes: a -ttl short enough to
+// end the scope at once (the expiry is set, not only moved later) is done
+// and shown as expired, not reported as a scope that was not live.
 func scopeExtend(ctx context.Context, e env) error {
+	before, err := e.db.store.ScopeInfo(ctx, e.cfg.scope)
+	if err != nil {
+		return err
+	}
+	if !before.Live {
+		return fmt.Errorf("scope %s is not live (expired or unknown): nothing to extend; its next write starts it anew", cell(e.cfg.scope, 200))
+	}
 	if err := e.db.store.ExtendScope(ctx, e.cfg.scope, e.cfg.ttl); err != nil {
 		return err
 	}
 	info, err := e.db.store.ScopeInfo(ctx, e.cfg.scope)
 	if err != nil {
 		return err
-	}
-	if !info.Live {
-		return fmt.Errorf("scope %s is not live (expired or unknown): nothing to extend; its next write starts it anew", cell(e.cfg.scope, 200))
 	}
 	return printScope(e, info, nil)
 }

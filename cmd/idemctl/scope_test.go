@@ -44,6 +44,15 @@ func TestScopeShowExtendAndDelete(t *testing.T) {
 	r = f.ctl("scope", "extend", "-scope", "no-such-run", "-ttl", "1h")
 	requireOneLineFailure(t, r, exitFail, "scope no-such-run is not live (expired or unknown): nothing to extend")
 
+	// A -ttl that ends a live scope at once sets its expiry all the same
+	// (extend sets it): the command shows the scope expired, not a scope
+	// that was not live and left alone.
+	_, _, err = f.st.Put(f.ctx, "run-short", entry("done"), success("x"), store.WriteOptions{ScopeTTL: time.Hour})
+	require.NoError(t, err)
+	r = f.ctl("scope", "extend", "-scope", "run-short", "-ttl", "1ns")
+	requireOK(t, r)
+	require.Regexp(t, `(?m)^expires +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(expired\)$`, r.stdout)
+
 	r = f.ctl("scope", "delete", "-scope", "run-1")
 	requireUsage(t, r, "scope delete needs -yes")
 	r = f.ctl("scope", "delete", "-scope", "run-1", "-yes")
