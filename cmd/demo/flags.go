@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/idemstore/idemstore/contract"
 	"github.com/idemstore/idemstore/internal/oneline"
@@ -53,11 +54,11 @@ const (
 // defaultModelName is -model-name's default, a model OpenAI serves.
 const defaultModelName = "gpt-4o-mini"
 
-// parseFlags reads the demo's flags. Errors (and -h) are written to stderr
-// by the flag package.
+// parseFlags reads the demo's flags. Errors (one line each) and -h's usage
+// are written to stderr.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // the flag package's messages: see below
 	var o options
 	fs.StringVar(&o.scope, "execution-id", "",
 		"the run's scope: outcomes are stored under it and replayed only to runs of the same scope "+
@@ -81,7 +82,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"print the run's OpenTelemetry spans: stdout (one JSON object per span, from the SDK's stdout exporter, "+
 			"as each span ends; replayed calls carry idemstore.replayed=true)")
 	if err := fs.Parse(args); err != nil {
-		return options{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage of demo:")
+			fs.PrintDefaults()
+			return options{}, err
+		}
+		// The flag package's own message repeats the value in full (a
+		// flag name of a megabyte, a megabyte on stderr); ours quotes a
+		// bounded prefix, as every other message of the demo does.
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+			msg = "unknown flag " + contract.Quote(name) + " (demo -h lists the flags)"
+		} else {
+			msg = contract.Quote(msg)
+		}
+		fmt.Fprintln(stderr, msg)
+		return options{}, errors.New(msg)
 	}
 	if err := o.check(fs); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -140,6 +157,13 @@ func (o *options) check(fs *flag.FlagSet) error {
 	if err := schema.Validate(o.schema); err != nil {
 		return fmt.Errorf("invalid -schema: %w", err)
 	}
+	var schemaSet bool
+	fs.Visit(func(f *flag.Flag) { schemaSet = schemaSet || f.Name == "schema" })
+	if schemaSet && o.databaseURL == "" {
+		// The in-memory store has no schema: the run would not be where
+		// the flag says.
+		return errors.New("-schema goes with -database-url (the in-memory store has no schema)")
+	}
 	if err := storeopen.CheckURL(o.databaseURL); err != nil {
 		return err
 	}
@@ -164,6 +188,14 @@ func (o *options) check(fs *flag.FlagSet) error {
 	}
 	if o.model == modelOpenAI && o.modelName == "" {
 		o.modelName = defaultModelName
+	}
+	if o.model == modelOpenAI && o.baseURL != "" {
+		// The model's own check of its endpoint (scheme, host, no
+		// credentials in it), before the run: a usage error, not a failed
+		// run.
+		if _, err := openaimodel.New(&openaimodel.Config{Model: o.modelName, BaseURL: o.baseURL}); err != nil {
+			return fmt.Errorf("invalid -base-url: %w", err)
+		}
 	}
 	return nil
 }

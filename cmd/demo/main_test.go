@@ -157,6 +157,10 @@ func TestFlagsRefuseValuesTheRunCannotUseInOneBoundedLine(t *testing.T) {
 		{[]string{"-model", huge}, `unknown -model "xxxx`},
 		{[]string{"-otel", huge}, `unknown -otel "xxxx`},
 		{[]string{huge, "more"}, `unexpected argument "xxxx`},
+		{[]string{"-" + huge}, `unknown flag "-xxxx`},
+		{[]string{"-schema", "app"}, "-schema goes with -database-url"},
+		{[]string{"-model", "openai", "-base-url", "ftp://x"}, "invalid -base-url: openaimodel: invalid config: BaseURL: scheme must be http or https"},
+		{[]string{"-model", "openai", "-base-url", "http://u:s3cret@localhost:8080/v1"}, "invalid -base-url: "},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseFlags(tc.args, &stderr)
