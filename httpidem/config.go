@@ -112,7 +112,9 @@ type Config struct {
 	// collide (422 or the other's response). Set it in any multi-tenant
 	// service. The host is not part of a key's identity either (see
 	// Fingerprint): a service whose hosts must not share keys puts the
-	// host in the principal.
+	// host in the principal. It is asked before the body is read, and
+	// must not read r.Body (take the principal from what authentication
+	// verified: headers, the context).
 	Principal func(r *http.Request) string
 	// FingerprintHeaders are the request headers whose values are part of
 	// the fingerprint, beside method, path, query and body. A nil slice
@@ -168,7 +170,8 @@ type Config struct {
 	RenewEvery time.Duration
 	// KeyTTL is how long a key is remembered from its first use: a retry
 	// within it replays, one after it runs anew. Each key expires on its
-	// own. Defaults to DefaultKeyTTL (24 hours).
+	// own. Defaults to DefaultKeyTTL (24 hours); it must not be shorter
+	// than Lease.
 	KeyTTL time.Duration
 	// Logger receives what a client's answer cannot say: a response that
 	// could not be stored, a store failure, a handler that stored one
@@ -304,6 +307,11 @@ func checkConfig(in Config, s *settings, lim store.Limits) error {
 		return cfgErr("Lease", fmt.Sprintf("%s is too short to renew (Lease/3 is 0)", s.lease))
 	case s.renewEvery >= s.lease:
 		return cfgErr("RenewEvery", fmt.Sprintf("%s is not shorter than the lease (%s)", s.renewEvery, s.lease))
+	case s.keyTTL < s.lease:
+		// A key forgotten while its request may still run: the response
+		// is stored into an expired key, and the client's retry runs the
+		// handler again.
+		return cfgErr("KeyTTL", fmt.Sprintf("%s is shorter than the lease (%s): a key would be forgotten while its request runs", s.keyTTL, s.lease))
 	// Subtracting from the store's limit, not adding to the key's, so that
 	// a huge MaxKeyBytes cannot overflow past the check.
 	case s.maxKey > lim.MaxScopeBytes-2:

@@ -45,6 +45,15 @@ func TestNewRefusesConfigsThatMakeNoSense(t *testing.T) {
 	}
 	_, err := httpidem.New(st, &httpidem.Config{Methods: []string{"PO ST"}})
 	require.ErrorIs(t, err, contract.ErrInvalidInput)
+	// A key forgotten while its request may still run would let the retry
+	// run the handler again.
+	_, err = httpidem.New(st, &httpidem.Config{KeyTTL: 50 * time.Millisecond})
+	var short *contract.ConfigError
+	require.ErrorAs(t, err, &short)
+	require.Equal(t, "KeyTTL", short.Field)
+	require.Contains(t, short.Problem, "shorter than the lease")
+	_, err = httpidem.New(st, &httpidem.Config{KeyTTL: time.Minute, Lease: time.Minute})
+	require.NoError(t, err, "as long as the lease is enough")
 	_, err = httpidem.New(nil, nil)
 	require.ErrorIs(t, err, contract.ErrInvalidInput)
 }
