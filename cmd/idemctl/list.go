@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemstore/idemstore/migrations/schema"
 	"github.com/idemstore/idemstore/store"
 )
 
@@ -80,7 +81,7 @@ func list(ctx context.Context, e env) error {
 func nextCommand(cfg config, cursor string) string {
 	var b strings.Builder
 	b.WriteString("idemctl")
-	if cfg.set["schema"] {
+	if cfg.schema != schema.Default {
 		// The database URL stays out (it may hold a password); the schema
 		// must not, or the next page is the default schema's.
 		b.WriteString(" -schema " + shellQuote(cfg.schema))
