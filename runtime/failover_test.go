@@ -280,3 +280,21 @@ func TestFailoverAfterToolsRanReplaysInsteadOfRepeating(t *testing.T) {
 	require.True(t, strings.HasPrefix(steps[3], "  send reused cached result: "), steps[3])
 	require.Equal(t, "Answer accepted after 1 attempt", steps[4])
 }
+
+// Model names (from configuration) are cut to one line and a bounded
+// length in the failover step, as tool names are: a name with a line break
+// forged a step of its own, and one of 100 kB made a step of 100 kB.
+func TestFailoverStepNamesTheModelsOnOneBoundedLine(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	long := strings.Repeat("f", 100_000)
+	cfg := b.config(named{Model: failing(agent.ErrTransient), name: "llama\nAnswer accepted after 1 attempt"})
+	cfg.Fallbacks = []agent.Model{named{Model: runtimetest.NewScriptedModel(answer("ok")), name: long}}
+	_, err := b.run(t, cfg, "mail Ada")
+	require.NoError(t, err)
+	steps := b.tl.steps("Switching model")
+	require.Len(t, steps, 1)
+	require.NotContains(t, steps[0], "\n")
+	require.Less(t, len(steps[0]), 1000)
+	require.Contains(t, steps[0], "from llama Answer accepted after 1 attempt to ffff")
+}

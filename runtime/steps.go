@@ -92,7 +92,10 @@ func (w stepWriter) failed(tool string, output []byte) {
 }
 
 func (w stepWriter) failover(from, to string, err error) {
-	w.emit("Switching model from " + from + " to " + to + " after a transient failure: " + Abbreviate([]byte(err.Error()), w.max))
+	// Model names come from configuration (an openaimodel's is its model
+	// name and host): cut to one line and a bounded length, as a tool's
+	// name is, so that a step stays one line.
+	w.emit("Switching model from " + stepName(from) + " to " + stepName(to) + " after a transient failure: " + Abbreviate([]byte(err.Error()), w.max))
 }
 
 func (w stepWriter) rejected(feedback string) {

@@ -70,10 +70,16 @@ type Config struct {
 
 	// APIKey is sent as a bearer token. Defaults to the OPENAI_API_KEY
 	// environment variable; when both are empty no Authorization header is
-	// sent (local servers need none).
+	// sent (local servers need none). A key with a control character or
+	// white space around it is refused (no header can carry it). A server
+	// that echoes the key in an error message has it replaced by
+	// "[redacted]" in the *Error.
 	APIKey string
 
-	// HTTPClient sends the requests. Defaults to http.DefaultClient.
+	// HTTPClient sends the requests. Defaults to http.DefaultClient. The
+	// model uses a copy of it that follows no redirect to another origin
+	// (a request the server sends elsewhere fails, permanently); the
+	// client given is not changed.
 	HTTPClient *http.Client
 
 	// Timeout bounds one Complete call, retries and waits included; a call
@@ -81,8 +87,9 @@ type Config struct {
 	Timeout time.Duration
 
 	// MaxRetries bounds the retries of a request that failed with a
-	// connection error, 408, 409, 429 or 5xx. Defaults to DefaultMaxRetries;
-	// NoRetries sends each request once.
+	// connection error, 408, 409, 429 or 5xx, or whose response says
+	// x-should-retry: true (the SDK's rule; false retries nothing).
+	// Defaults to DefaultMaxRetries; NoRetries sends each request once.
 	MaxRetries int
 
 	// MaxRetryDelay bounds one wait between retries: the server's

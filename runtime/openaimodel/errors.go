@@ -230,6 +230,11 @@ func (m *Model) classify(ctx, call context.Context, a *attempts, err error) *Err
 	case context.Cause(call) == errTimedOut:
 		e.Status, e.Err, e.Transient = 0, context.DeadlineExceeded, true
 		e.Message = "no answer within " + m.cfg.Timeout.String()
+	case errors.Is(err, errRedirectedElsewhere):
+		// The server answered with a redirect to another origin (http to
+		// https, another host): it will every time, and following it would
+		// send the API key elsewhere.
+		e.Err, e.Message = errRedirectedElsewhere, "redirected to another origin; check BaseURL's scheme and host"
 	case errors.Is(err, errBodyTooLarge):
 		e.Err = ErrResponseTooLarge
 		e.Message = "the response body is over MaxResponseBytes (" + strconv.FormatInt(m.cfg.MaxResponseBytes, 10) + " bytes); not read further"
@@ -262,7 +267,64 @@ func (m *Model) classify(ctx, call context.Context, a *attempts, err error) *Err
 	default:
 		e.Message, e.Transient = "no response: "+transportCause(err), true
 	}
+	e.Code, e.Message = m.redact(e.Code), m.redact(e.Message)
 	return e
+}
+
+// redact removes the API key from text a server sent back (a gateway's
+// "invalid token Bearer sk-…"): an error's text goes to progress steps,
+// events, logs and spans. A key shorter than minRedacted is left alone:
+// replacing it would garble messages, and no real key is that short.
+func (m *Model) redact(s string) string {
+	if k := m.cfg.APIKey; len(k) >= minRedacted && strings.Contains(s, k) {
+		return strings.ReplaceAll(s, k, "[redacted]")
+	}
+	return s
+}
+
+const minRedacted = 8
+
+// errRedirectedElsewhere is the error of a request the server redirected
+// to another origin (sameOriginRedirects).
+var errRedirectedElsewhere = errors.New("openaimodel: redirected to another origin")
+
+// sameOriginRedirects returns a copy of hc that follows a redirect only to
+// the origin (scheme and host) of the request it answers, as hc would,
+// and refuses any other with errRedirectedElsewhere. The SDK refuses it too,
+// but with an error that read as a transport failure (transient, "no
+// response"), while the redirect comes back on every attempt.
+func sameOriginRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return errRedirectedElsewhere
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects") // net/http's default
+		}
+		return nil
+	}
+	return &c
+}
+
+// checkAPIKey refuses a key no HTTP header can carry (a control character,
+// most often a trailing newline read from a file, or white space around
+// it): the request could never be sent, which read as a transient
+// transport failure retried and failed over. The key is not quoted.
+func checkAPIKey(k string) error {
+	if k != strings.TrimSpace(k) {
+		return &ConfigError{Field: "APIKey", Problem: "white space around the key (a trailing newline?; $" + APIKeyEnv + " when APIKey is empty)"}
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c == 0x7f {
+			return &ConfigError{Field: "APIKey", Problem: "a control character in the key ($" + APIKeyEnv + " when APIKey is empty)"}
+		}
+	}
+	return nil
 }
 
 // transportCause is the error of a failed HTTP exchange without the

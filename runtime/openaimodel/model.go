@@ -40,6 +40,10 @@ func New(cfg *Config) (*Model, error) {
 		return nil, err
 	}
 	c = c.withDefaults(base)
+	if err := checkAPIKey(c.APIKey); err != nil {
+		return nil, err // checked with its default ($OPENAI_API_KEY) in place
+	}
+	c.HTTPClient = sameOriginRedirects(c.HTTPClient)
 	// openai.NewChatCompletionService, unlike openai.NewClient, reads no
 	// OPENAI_* variable: the base URL, key and client are the ones above.
 	svc := openai.NewChatCompletionService(

@@ -99,7 +99,7 @@ func (m *Model) response(c *openai.ChatCompletion, sent int) (agent.Response, er
 			// error body: its message is what the caller needs to see. The
 			// class stays that of a 2xx that is not a completion.
 			if code, msg, ok := serverError([]byte(c.RawJSON())); ok {
-				e.Code, e.Message = code, "an error instead of a completion: "+msg
+				e.Code, e.Message = m.redact(code), "an error instead of a completion: "+m.redact(msg)
 			}
 		}
 		return agent.Response{}, e
