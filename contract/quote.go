@@ -11,7 +11,9 @@ const MaxQuoted = 64
 
 // Quote returns v as a Go-quoted string, cut to its first MaxQuoted bytes
 // (at a rune boundary) with the full length said after it when it is longer.
-// Every error and log line that shows a user's value goes through it.
+// Every error that shows a user's value goes through it. Log lines carry
+// such values as structured attributes instead, bounded by the store's
+// limits (a scope is at most MaxScopeBytes).
 func Quote(v string) string {
 	if len(v) <= MaxQuoted {
 		return strconv.Quote(v)

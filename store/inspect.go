@@ -40,7 +40,12 @@ type Inspector interface {
 	// running, gets ErrLeaseLost and cannot overwrite the operator's
 	// outcome; waiters wake and replay it. A completed record is never
 	// overwritten (*CompletedError); a missing or expired one gives
-	// ErrNotFound. out is checked against the store's limits first.
+	// ErrNotFound. out is checked against the store's limits first. A live
+	// claim that outlived its scope's expiry (listed as stuck) is stored
+	// as its holder's Complete would store it: expired, like every outcome
+	// of that scope, so it is not replayed and the next caller runs the
+	// call (the expired run's outcomes are forgotten with it); release it
+	// instead, or settle it before the scope expires.
 	ResolveStore(ctx context.Context, scope string, key keyhash.Sum, token int64, out Outcome) (Record, error)
 
 	// ResolveRelease releases a pending record, for an operator who decided

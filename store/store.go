@@ -107,8 +107,11 @@ type CallStore interface {
 // ScopeStore is scope maintenance: what a service does when a run ends or
 // lives on, and what a cleaner does in the background.
 type ScopeStore interface {
-	// ExtendScope sets the expiry of every record of scope to now + ttl.
-	// Extending a scope that has no records is not an error.
+	// ExtendScope sets the expiry of a live scope and of every record of
+	// it that has not expired to now + ttl; records that expired stay
+	// expired, and an expired scope is not revived
+	// (storetest/ExtendScopeDoesNotReviveAnExpiredScope). Extending a scope
+	// that has no records is not an error.
 	ExtendScope(ctx context.Context, scope string, ttl time.Duration) error
 
 	// DeleteScope removes every record of scope at once (the run is over)

@@ -60,14 +60,20 @@
 // to the new primary, and is refused the same way if the sessions stay
 // read-only. Never point the store at a replica.
 //
-// Round trips: Get, GetMany, Release, Renew, Put and ClaimMany are one
-// statement each; so is Complete, but for a record whose scope expired
-// while its lease ran (or, with a Sealer, a claim built without its
-// fingerprint), which takes a second. A Claim that replays, or finds a live
-// claim or a mismatch, is one primary-key read and writes nothing; a Claim
-// that claims reads, then claims: two, or one with WriteOptions.LikelyNew
-// (the executor's hint for a call new to its process), which inserts the
-// claim when the read finds no record. With Config.ConfirmReads a ClaimMany
+// Round trips: Get, GetMany, Release, Renew and Put are one statement
+// each; so is Complete, but for a record whose scope expired while its
+// lease ran, a token that is not current (a second statement tells the
+// two apart) or, with a Sealer, a claim built without its fingerprint,
+// which take a second. A Claim that replays, or finds a mismatch, is one
+// primary-key read and writes nothing, and so is one that finds a live
+// claim, but with WriteOptions.OutcomeOnly, whose short read is followed
+// by a whole-record read of a record it cannot replay (two); a Claim that
+// claims reads, then claims: two, or one with WriteOptions.LikelyNew (the
+// executor's hint for a call new to its process), which inserts the claim
+// when the read finds no record. A ClaimMany is one statement for a turn
+// of new calls (LikelyNew) or of stored ones; otherwise it reads every
+// key, then claims the keys that need it (two), and with OutcomeOnly reads
+// again the ones in flight (three). With Config.ConfirmReads a ClaimMany
 // or Put that finds stored outcomes confirms them with one more statement,
 // and the LikelyNew hint is not used. ExtendScope and DeleteScope are a short
 // transaction. RemoveExpired is one statement on plain PostgreSQL.

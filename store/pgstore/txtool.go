@@ -148,6 +148,14 @@ func (s *Store) runTx(ctx context.Context, fn TxFunc, call executor.Call) (res e
 		if err != nil {
 			return executor.Result{}, err
 		}
+		if !stored && rec.Status != store.StatusCompleted {
+			// A live claim holds the key (an exclusive-mode caller sharing
+			// the scope): nothing is stored, so nothing may be replayed.
+			// The tool's write is rolled back with the outcome it would
+			// have gone with, and the caller may try again once the claim
+			// ends.
+			return executor.Result{}, &store.InFlightError{Scope: info.Scope, Key: info.Key, LeaseUntil: rec.LeaseUntil}
+		}
 		if !stored {
 			// Another caller stored this call's outcome first (it waited
 			// for that caller's commit): its write stands, and this one's

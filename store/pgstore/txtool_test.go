@@ -331,3 +331,32 @@ func TestTxToolCompletionRacingARenewalLogsNoLeaseLost(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrLeaseLost)
 	require.Contains(t, log.String(), "lease lost while the tool runs")
 }
+
+// In ModeProbeThenStore a TxTool that meets a live claim of its call (an
+// exclusive-mode caller sharing the scope) stores nothing: its write rolls
+// back and the caller gets a *store.InFlightError, never a "replay" of an
+// outcome nobody stored (it got an empty output marked replayed).
+func TestTxToolThatMeetsALiveClaimInProbeThenStoreModeWritesNothingAndSaysInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	orders := pgx.Identifier{schema, "orders"}.Sanitize()
+	_, err := pool.Exec(ctx, "CREATE TABLE "+orders+" (id bigserial PRIMARY KEY)")
+	require.NoError(t, err)
+	tool := st.TxTool(func(ctx context.Context, tx pgx.Tx, _ executor.Call) (executor.Result, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+orders+" DEFAULT VALUES")
+		return executor.Result{Output: []byte("placed")}, err
+	})
+	call := executor.Call{Tool: "place_order", Args: json.RawMessage(`{"item":"book"}`)}
+	mustClaim(ctx, t, st, "run-1", mustEntry(t, call), time.Hour)
+	ex, err := executor.New(tool, st, &executor.Config{Mode: executor.ModeProbeThenStore})
+	require.NoError(t, err)
+
+	res, err := ex.ForScope("run-1").Execute(ctx, call)
+	require.ErrorIs(t, err, store.ErrInFlight, "got %+v", res)
+	require.False(t, res.Replayed)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+orders).Scan(&n))
+	require.Zero(t, n, "the tool's write rolled back")
+}
