@@ -2,9 +2,11 @@ package pgha
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SetSynchronous makes replication synchronous (on) or asynchronous (off)
@@ -24,10 +26,12 @@ import (
 // It first waits for the formation to be at rest: while a node catches up,
 // the primary runs without a synchronous standby whatever the setting.
 func (f *Formation) SetSynchronous(ctx context.Context, on bool) error {
+	if _, err := f.WaitStable(ctx); err != nil {
+		return err
+	}
 	for _, n := range f.nodes {
-		if _, err := f.monitor.Exec(ctx,
-			"SELECT pgautofailover.set_node_replication_quorum('default', $1, $2)", n.Name, on); err != nil {
-			return fmt.Errorf("pgha: set replication-quorum of %s to %t: %w", n.Name, on, err)
+		if err := f.setReplicationQuorum(ctx, n.Name, on); err != nil {
+			return err
 		}
 	}
 	f.asynchronous.Store(!on)
@@ -47,6 +51,27 @@ func (f *Formation) SetSynchronous(ctx context.Context, on bool) error {
 		if err := sleep(ctx, pollEvery); err != nil {
 			return fmt.Errorf("pgha: waiting for synchronous_standby_names to be %s (last %q): %w",
 				map[bool]string{true: "set", false: "empty"}[on], last, err)
+		}
+	}
+}
+
+// setReplicationQuorum sets node's replication-quorum on the monitor. The
+// monitor's function updates the formation's rows, which its keepers'
+// reports update too: right after a failover they may deadlock with it
+// (SQLSTATE 40P01, seen in CI) or fail to serialize; both are tried again
+// until ctx ends.
+func (f *Formation) setReplicationQuorum(ctx context.Context, node string, on bool) error {
+	for {
+		_, err := f.monitor.Exec(ctx, "SELECT pgautofailover.set_node_replication_quorum('default', $1, $2)", node, on)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			if err != nil {
+				return fmt.Errorf("pgha: set replication-quorum of %s to %t: %w", node, on, err)
+			}
+			return nil
+		}
+		if serr := sleep(ctx, pollEvery); serr != nil {
+			return fmt.Errorf("pgha: set replication-quorum of %s to %t: %w (and %w)", node, on, err, serr)
 		}
 	}
 }
