@@ -165,7 +165,10 @@ func (s *Store) Complete(ctx context.Context, c store.Claim, out store.Outcome) 
 // wake-up of waiters, take effect when tx commits; if tx rolls back, neither
 // the write nor the record exists, and the claim is still held (Release it,
 // or let its lease expire). ctx is used as given: the caller owns tx and its
-// deadline.
+// deadline. A token that is not current gives *store.LeaseLostError; a tx
+// that cannot see the current claim (a REPEATABLE READ or SERIALIZABLE
+// transaction whose snapshot predates the Claim) gives *store.InputError
+// naming "tx", and the claim is still held.
 func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out store.Outcome) (store.Record, error) {
 	if nilness.IsNil(tx) { // also a nil *pgxpool.Tx, which pgx would dereference
 		return store.Record{}, &store.InputError{Field: "tx", Problem: "nil"}
@@ -178,7 +181,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 	}
 	rec, watched, err := s.complete(ctx, tx, c, out)
 	if isNoRows(err) {
-		return store.Record{}, store.LeaseLost(c)
+		return store.Record{}, s.notSeenInTx(ctx, c)
 	}
 	if err == nil && watched {
 		// Delivered when tx commits, with the record.
@@ -188,6 +191,23 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 		return store.Record{}, s.translate("complete", err)
 	}
 	return rec, nil
+}
+
+// notSeenInTx is CompleteTx's error when tx found no current claim c: a
+// lost lease, unless the claim is current after all and tx cannot see it,
+// its snapshot taken before the claim was granted (a REPEATABLE READ or
+// SERIALIZABLE transaction that ran a statement before the Claim). That is
+// the caller's mistake, which a LeaseLostError would hide: the claim is
+// still held, and a retry with a new transaction completes it. Read on
+// the pool, outside tx, on this failure path only.
+func (s *Store) notSeenInTx(ctx context.Context, c store.Claim) error {
+	rb, err := s.readRecord(ctx, c.Scope, c.Key)
+	if err == nil && rb.found && rb.rec.Status == store.StatusPending && rb.rec.Token == c.Token {
+		return &store.InputError{Field: "tx", Problem: "its snapshot predates the claim, which it cannot see " +
+			"(a REPEATABLE READ or SERIALIZABLE transaction begun before Claim): begin it after the claim, " +
+			"or use READ COMMITTED; the claim is still held"}
+	}
+	return store.LeaseLost(c)
 }
 
 // complete runs completeLiveSQL on q, and completeSQL when that finds no

@@ -179,3 +179,38 @@ func TestCompleteOfAClaimThatOutlivedItsScopeJoinsTheRestartedScope(t *testing.T
 	require.NoError(t, err)
 	require.Equal(t, []byte("done"), got.Outcome.Result)
 }
+
+// A CompleteTx in a transaction whose snapshot predates the claim (REPEATABLE
+// READ, a statement run before the Claim) cannot see the claim: it is
+// refused as the caller's mistake, an *InputError naming tx, not a lost
+// lease, which it is not (the claim is still held and renews).
+func TestCompleteTxInATransactionThatCannotSeeTheClaimSaysSoNotLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, schema := newSchema(t)
+	st := openStore(t, pool, schema, nil)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "SELECT 1") // the snapshot is taken here
+	require.NoError(t, err)
+	e := entry("stale-snapshot", `{}`)
+	c := mustClaim(ctx, t, st, "run", e, time.Hour)
+
+	_, err = st.CompleteTx(ctx, tx, c, success("sent"))
+	var ie *store.InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "tx", ie.Field)
+	require.NotErrorIs(t, err, store.ErrLeaseLost)
+	_, err = st.Renew(ctx, c, time.Hour)
+	require.NoError(t, err, "the claim is still held")
+
+	// A token that is not current is a lost lease, as before.
+	tx2, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx2.Rollback(ctx) }()
+	stale := c
+	stale.Token++ // not the current one
+	_, err = st.CompleteTx(ctx, tx2, stale, success("sent"))
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+}
