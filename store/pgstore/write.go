@@ -194,7 +194,9 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 }
 
 // notSeenInTx is CompleteTx's error when tx found no current claim c: a
-// lost lease, unless the claim is current after all and tx cannot see it,
+// lost lease (a token not current, or a claim naming another fingerprint
+// than its record's), unless the claim is current after all and tx cannot
+// see it,
 // its snapshot taken before the claim was granted (a REPEATABLE READ or
 // SERIALIZABLE transaction that ran a statement before the Claim). That is
 // the caller's mistake, which a LeaseLostError would hide: the claim is
@@ -202,7 +204,8 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c store.Claim, out st
 // the pool, outside tx, on this failure path only.
 func (s *Store) notSeenInTx(ctx context.Context, c store.Claim) error {
 	rb, err := s.readRecord(ctx, c.Scope, c.Key)
-	if err == nil && rb.found && rb.rec.Status == store.StatusPending && rb.rec.Token == c.Token {
+	if err == nil && rb.found && rb.rec.Status == store.StatusPending && rb.rec.Token == c.Token &&
+		(c.Fingerprint.IsZero() || rb.rec.Fingerprint == c.Fingerprint) {
 		return &store.InputError{Field: "tx", Problem: "its snapshot predates the claim, which it cannot see " +
 			"(a REPEATABLE READ or SERIALIZABLE transaction begun before Claim): begin it after the claim, " +
 			"or use READ COMMITTED; the claim is still held"}
