@@ -46,11 +46,7 @@ func TestAHandlerThatGivesUpWhenTheClientLeavesIsNotStored(t *testing.T) {
 
 	// The first run settles after its client left: until then a retry
 	// finds the key in flight (409).
-	var retry answer
-	require.Eventually(t, func() bool {
-		retry = send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
-		return retry.Status != http.StatusConflict
-	}, 10*time.Second, 5*time.Millisecond)
+	retry := retryPastInFlight(t, srv)
 	require.Equal(t, http.StatusCreated, retry.Status)
 	require.Empty(t, retry.Header.Get("Idempotent-Replayed"))
 	again := send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
@@ -121,11 +117,7 @@ func TestABodyNotOfItsDeclaredContentLengthIsNotStored(t *testing.T) {
 				got, _ := writeErr.Load().(error)
 				require.True(t, errors.Is(got, http.ErrContentLength), "the handler's write: %v", got)
 			}
-			var retry answer
-			require.Eventually(t, func() bool {
-				retry = send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
-				return retry.Status != http.StatusConflict
-			}, 10*time.Second, 5*time.Millisecond)
+			retry := retryPastInFlight(t, srv)
 			require.Equal(t, http.StatusCreated, retry.Status)
 			require.Equal(t, "hello", retry.Body)
 			require.Empty(t, retry.Header.Get("Idempotent-Replayed"), "the handler ran again")
@@ -160,4 +152,17 @@ func TestAReplayHasOnlyTheStoredValuesOfAllowListedHeaders(t *testing.T) {
 	require.Empty(t, first.Header.Values("Location"))
 	require.Empty(t, replay.Header.Values("Location"))
 	require.Equal(t, first.Header.Values("Content-Language"), replay.Header.Values("Content-Language"))
+}
+
+// retryPastInFlight sends the key "k" again until it is no longer in
+// flight (409): a first run whose client got a broken or no response
+// settles after that client gave up.
+func retryPastInFlight(t *testing.T, srv *httptest.Server) answer {
+	t.Helper()
+	var retry answer
+	require.Eventually(t, func() bool {
+		retry = send(t, srv, http.MethodPost, "/orders", sfKey("k"), `{}`)
+		return retry.Status != http.StatusConflict
+	}, 10*time.Second, 5*time.Millisecond)
+	return retry
 }

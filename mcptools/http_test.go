@@ -25,9 +25,21 @@ const olderProtocol = "2025-11-25"
 // only versions (all the SDK's when empty), and connects a client to it.
 func startHTTPServer(t *testing.T, versions ...string) *server {
 	t.Helper()
+	return startHTTPServerBehind(t, nil, "", &mcp.ServerOptions{SupportedProtocolVersions: versions})
+}
+
+// startHTTPServerBehind is startHTTPServer with front (nil: none) in front
+// of the server's handler, the client connected to the server's URL and
+// path (a path and query of its own), without the SDK's retries.
+func startHTTPServerBehind(t *testing.T, front func(http.Handler) http.Handler, path string, opts *mcp.ServerOptions) *server {
+	t.Helper()
 	runLog := filepath.Join(t.TempDir(), "runs.log")
-	srv := mcptest.NewServer(runLog, &mcp.ServerOptions{SupportedProtocolVersions: versions})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	srv := mcptest.NewServer(runLog, opts)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if front != nil {
+		h = front(h)
+	}
+	hs := httptest.NewServer(h)
 	httpClient := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {
 		hs.Close()
@@ -35,7 +47,11 @@ func startHTTPServer(t *testing.T, versions ...string) *server {
 	})
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"},
 		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
-	cs, err := mcptools.Connect(testContext(t), client, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: httpClient}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: hs.URL + path, HTTPClient: httpClient}
+	if front != nil {
+		tr.MaxRetries = -1
+	}
+	cs, err := mcptools.Connect(testContext(t), client, tr, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return &server{session: cs, runLog: runLog}

@@ -25,35 +25,23 @@ import (
 // lose says: the client gets that instead of the server's response.
 func startLossyHTTPServer(t *testing.T, lose func(w http.ResponseWriter)) *server {
 	t.Helper()
-	runLog := filepath.Join(t.TempDir(), "runs.log")
-	srv := mcptest.NewServer(runLog, nil)
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct{ Method string }
-		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
-			mcpHandler.ServeHTTP(w, r)
-			return
-		}
-		mcpHandler.ServeHTTP(httptest.NewRecorder(), r) // the tool runs; its answer goes nowhere
-		lose(w)
-	}))
-	httpClient := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(func() {
-		hs.Close()
-		httpClient.CloseIdleConnections()
-	})
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcptools-test", Version: "1"},
-		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
-	cs, err := mcptools.Connect(testContext(t), client, &mcp.StreamableClientTransport{Endpoint: hs.URL + secretPath, HTTPClient: httpClient, MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return &server{session: cs, runLog: runLog}
+	return startHTTPServerBehind(t, func(mcpHandler http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct{ Method string }
+			if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+				mcpHandler.ServeHTTP(w, r)
+				return
+			}
+			mcpHandler.ServeHTTP(httptest.NewRecorder(), r) // the tool runs; its answer goes nowhere
+			lose(w)
+		})
+	}, secretPath, nil)
 }
 
 // secretPath is the path and query of a server's URL that carries secrets
